@@ -1,0 +1,274 @@
+// Package calibrate fits the performance model's efficiencies to measured
+// serving runs and reports how well the model predicts them.
+package calibrate
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/estimate"
+)
+
+// Case is one measured configuration: the query that reproduces it and
+// what was measured. Zero measurements are absent.
+type Case struct {
+	ID      string
+	Source  string // "silicon" or "max-throughput"
+	System  string
+	Backend string
+	Model   string
+	Mode    string
+	Dense   bool
+	Query   estimate.Query
+	// TTFTms and TPOTms are measured latencies; OutputTPS a measured throughput (tokens/s per worker group).
+	TTFTms, TPOTms, OutputTPS float64
+}
+
+// Group keys a case for per-(system, backend, model, mode) reporting.
+func (c Case) Group() string {
+	return c.System + "/" + c.Backend + "/" + c.Model + "/" + c.Mode
+}
+
+// Skipped explains a row that cannot be turned into a case.
+type Skipped struct {
+	Line   int
+	ID     string
+	Reason string
+}
+
+type csvTable struct {
+	path string
+	cols map[string]int
+	rows [][]string
+}
+
+func readCSV(path string, required ...string) (*csvTable, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open calibration data: %w", err)
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	head, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: read header: %w", path, err)
+	}
+	t := &csvTable{path: path, cols: map[string]int{}}
+	for i, h := range head {
+		t.cols[strings.TrimSpace(h)] = i
+	}
+	for _, c := range required {
+		if _, ok := t.cols[c]; !ok {
+			return nil, fmt.Errorf("%s: missing column %q", path, c)
+		}
+	}
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		t.rows = append(t.rows, rec)
+	}
+	return t, nil
+}
+
+func (t *csvTable) get(row []string, col string) string {
+	i, ok := t.cols[col]
+	if !ok || i >= len(row) {
+		return ""
+	}
+	return strings.TrimSpace(row[i])
+}
+
+func (t *csvTable) num(row []string, col string) (float64, error) {
+	s := t.get(row, col)
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("column %s: %q is not a number", col, s)
+	}
+	return v, nil
+}
+
+func (t *csvTable) int(row []string, col string) (int, error) {
+	v, err := t.num(row, col)
+	return int(v), err
+}
+
+var concurrencyRe = regexp.MustCompile(`(?:silicon_concurrency=|_c)(\d+)`)
+
+// LoadSilicon reads measured serving runs (columns as in
+// calibration/silicon_calibration.csv). Rows whose configuration the model
+// cannot express are returned as skipped with the reason, never dropped silently.
+func LoadSilicon(path string, resolve func(model string) (dense bool, ok bool)) ([]Case, []Skipped, error) {
+	t, err := readCSV(path, "id", "backend", "model_path", "system", "mode", "isl", "osl",
+		"silicon_ttft_ms", "silicon_tpot_ms")
+	if err != nil {
+		return nil, nil, err
+	}
+	var cases []Case
+	var skipped []Skipped
+	for i, row := range t.rows {
+		line := i + 2
+		c, reason, err := siliconCase(t, row, resolve)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		if reason != "" {
+			skipped = append(skipped, Skipped{Line: line, ID: t.get(row, "id"), Reason: reason})
+			continue
+		}
+		cases = append(cases, c)
+	}
+	return cases, skipped, nil
+}
+
+func siliconCase(t *csvTable, row []string, resolve func(string) (bool, bool)) (Case, string, error) {
+	c := Case{ID: t.get(row, "id"), Source: "silicon", System: t.get(row, "system"), Backend: t.get(row, "backend"),
+		Model: t.get(row, "model_path"), Mode: t.get(row, "mode")}
+	dense, ok := resolve(c.Model)
+	if !ok {
+		return c, "model not in catalog", nil
+	}
+	c.Dense = dense
+	prec := t.get(row, "precision")
+	if prec == "" {
+		prec = t.get(row, "gemm_quant_mode")
+	}
+	switch {
+	case prec == "":
+		prec = "bf16"
+	case strings.HasPrefix(prec, "int4"):
+		return c, "int4 weight-only quantisation is not modelled", nil
+	}
+	var err error
+	q := estimate.Query{Model: c.Model, GPU: c.System, Backend: c.Backend, Precision: prec, Mode: c.Mode}
+	if prec != "bf16" {
+		// These benchmark runs quantise the KV cache with the weights.
+		q.KVPrecision = "fp8"
+	}
+	if q.ISL, err = t.int(row, "isl"); err != nil {
+		return c, "", err
+	}
+	if q.OSL, err = t.int(row, "osl"); err != nil {
+		return c, "", err
+	}
+	if c.TTFTms, err = t.num(row, "silicon_ttft_ms"); err != nil {
+		return c, "", err
+	}
+	if c.TPOTms, err = t.num(row, "silicon_tpot_ms"); err != nil {
+		return c, "", err
+	}
+	geti := func(col string) int {
+		v, e := t.int(row, col)
+		if e != nil && err == nil {
+			err = e
+		}
+		return v
+	}
+	switch c.Mode {
+	case "agg":
+		q.Concurrency = geti("batch_size")
+		q.TP, q.PP = geti("tp_size"), geti("pp_size")
+		if dp := geti("attention_dp_size"); dp > 1 {
+			return c, "attention data parallelism is not modelled", nil
+		}
+		if ep := geti("moe_ep_size"); ep > 1 && !dense {
+			q.EP = ep
+		}
+	case "disagg":
+		m := concurrencyRe.FindStringSubmatch(t.get(row, "silicon_data_source") + " " + c.ID)
+		if m == nil {
+			return c, "disaggregated row without a benchmark concurrency", nil
+		}
+		q.Concurrency, _ = strconv.Atoi(m[1])
+		q.PrefillTP, q.PrefillPP, q.PrefillWorkers = geti("prefill_tp_size"), geti("prefill_pp_size"), geti("prefill_num_workers")
+		q.DecodeTP, q.DecodePP, q.DecodeWorkers = geti("decode_tp_size"), geti("decode_pp_size"), geti("decode_num_workers")
+		if geti("prefill_attention_dp_size") > 1 || geti("decode_attention_dp_size") > 1 {
+			return c, "attention data parallelism is not modelled", nil
+		}
+		if geti("prefill_moe_ep_size") > 1 || geti("decode_moe_ep_size") > 1 {
+			return c, "disaggregated expert parallelism is not modelled", nil
+		}
+	default:
+		return c, "", fmt.Errorf("column mode: %q is not agg or disagg", c.Mode)
+	}
+	if err != nil {
+		return c, "", err
+	}
+	if q.Concurrency < 1 || c.TTFTms <= 0 || c.TPOTms <= 0 {
+		return c, "missing concurrency or measurement", nil
+	}
+	c.Query = q
+	return c, "", nil
+}
+
+// LoadMaxThroughput reads TensorRT-LLM max-throughput tables (columns as in
+// calibration/trtllm_max_throughput.csv). The engine then runs at the
+// largest batch its KV cache admits.
+func LoadMaxThroughput(path string, resolve func(model string) (bool, bool), knownGPU func(string) bool) ([]Case, []Skipped, error) {
+	t, err := readCSV(path, "gpu", "model", "precision", "tp", "isl", "osl", "metric", "value")
+	if err != nil {
+		return nil, nil, err
+	}
+	var cases []Case
+	var skipped []Skipped
+	for i, row := range t.rows {
+		line := i + 2
+		c := Case{Source: "max-throughput", System: t.get(row, "gpu"), Backend: "trtllm", Model: t.get(row, "model"), Mode: "max-throughput"}
+		c.ID = fmt.Sprintf("%s line %d", path, line)
+		if t.get(row, "metric") != "output_throughput_total" {
+			skipped = append(skipped, Skipped{line, c.ID, "metric is not output_throughput_total"})
+			continue
+		}
+		dense, ok := resolve(c.Model)
+		if !ok {
+			skipped = append(skipped, Skipped{line, c.ID, "model not in catalog"})
+			continue
+		}
+		if !knownGPU(c.System) {
+			skipped = append(skipped, Skipped{line, c.ID, "GPU not in catalog"})
+			continue
+		}
+		c.Dense = dense
+		q := estimate.Query{Model: c.Model, GPU: c.System, Backend: "trtllm", Precision: strings.ToLower(t.get(row, "precision")), Mode: "agg"}
+		var e1, e2, e3, e4 error
+		q.TP, q.PP, e1 = parseParallel(t.get(row, "tp"))
+		q.ISL, e2 = t.int(row, "isl")
+		q.OSL, e3 = t.int(row, "osl")
+		c.OutputTPS, e4 = t.num(row, "value")
+		if err := errors.Join(e1, e2, e3, e4); err != nil {
+			return nil, nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		c.Query = q
+		cases = append(cases, c)
+	}
+	return cases, skipped, nil
+}
+
+var parallelRe = regexp.MustCompile(`^tp(\d+)pp(\d+)$`)
+
+// parseParallel reads "4" (tensor parallel) or "tp2pp4".
+func parseParallel(s string) (tp, pp int, err error) {
+	if m := parallelRe.FindStringSubmatch(s); m != nil {
+		tp, _ = strconv.Atoi(m[1])
+		pp, _ = strconv.Atoi(m[2])
+		return tp, pp, nil
+	}
+	tp, err = strconv.Atoi(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("column tp: %q is neither N nor tpNppM", s)
+	}
+	return tp, 1, nil
+}

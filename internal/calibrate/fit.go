@@ -1,0 +1,211 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// knob is one fitted parameter: where it lives and its allowed range.
+type knob struct {
+	name   string
+	ptr    func(p *perf.Params) *float64
+	lo, hi float64
+	// fam and prec address a GEMM efficiency (map values are not addressable).
+	fam  string
+	prec catalog.Precision
+}
+
+func famKnob(fam, field string, lo, hi float64) knob {
+	return knob{name: "families." + fam + "." + field, lo: lo, hi: hi, ptr: func(p *perf.Params) *float64 {
+		f := p.Families[fam]
+		switch field {
+		case "gemmBandwidth":
+			return &f.GEMMBandwidth
+		case "attentionCompute":
+			return &f.AttentionCompute
+		case "attentionBandwidth":
+			return &f.AttentionBandwidth
+		}
+		panic("unknown family field " + field)
+	}}
+}
+
+// gemmKnob fits a GEMM efficiency.
+func gemmKnob(fam string, prec catalog.Precision) knob {
+	return knob{name: "families." + fam + ".gemm." + string(prec), lo: 0.2, hi: 0.95, fam: fam, prec: prec}
+}
+
+func beKnob(b perf.Backend, field string, lo, hi float64) knob {
+	return knob{name: "backends." + string(b) + "." + field, lo: lo, hi: hi, ptr: func(p *perf.Params) *float64 {
+		bp := p.Backends[b]
+		switch field {
+		case "stepOverheadMs":
+			return &bp.StepOverheadMs
+		case "prefillOverheadMs":
+			return &bp.PrefillOverheadMs
+		case "perSeqOverheadUs":
+			return &bp.PerSeqOverheadUs
+		case "allReduceLatencyUs":
+			return &bp.AllReduceLatencyUs
+		case "frontendOverheadMs":
+			return &bp.FrontendOverheadMs
+		case "frontendPerTokenUs":
+			return &bp.FrontendPerTokenUs
+		}
+		panic("unknown backend field " + field)
+	}}
+}
+
+// Knobs lists what the calibration fits: per-architecture kernel
+// efficiencies, per-backend overheads and the interconnect efficiency. No
+// knob is specific to a model, a row or a configuration.
+func Knobs() []knob {
+	ks := []knob{
+		gemmKnob(catalog.Hopper, catalog.BF16), gemmKnob(catalog.Hopper, catalog.FP8),
+		famKnob(catalog.Hopper, "gemmBandwidth", 0.5, 0.95), famKnob(catalog.Hopper, "attentionCompute", 0.15, 0.9),
+		famKnob(catalog.Hopper, "attentionBandwidth", 0.3, 0.95),
+		gemmKnob(catalog.Blackwell, catalog.FP8), gemmKnob(catalog.Blackwell, catalog.FP4),
+		famKnob(catalog.Blackwell, "gemmBandwidth", 0.5, 0.95), famKnob(catalog.Blackwell, "attentionCompute", 0.15, 0.9),
+		famKnob(catalog.Blackwell, "attentionBandwidth", 0.3, 0.95),
+		gemmKnob(catalog.Ampere, catalog.BF16), famKnob(catalog.Ampere, "gemmBandwidth", 0.5, 0.95),
+		gemmKnob(catalog.Ada, catalog.FP8), famKnob(catalog.Ada, "gemmBandwidth", 0.5, 0.95),
+	}
+	for _, b := range perf.Backends {
+		ks = append(ks, beKnob(b, "stepOverheadMs", 0.05, 20), beKnob(b, "prefillOverheadMs", 0.01, 50),
+			beKnob(b, "perSeqOverheadUs", 0.5, 200), beKnob(b, "allReduceLatencyUs", 1, 60),
+			beKnob(b, "frontendOverheadMs", 0.2, 100), beKnob(b, "frontendPerTokenUs", 0.01, 50))
+	}
+	ks = append(ks, knob{name: "comm.allReduceBusEfficiency", lo: 0.3, hi: 1.5,
+		ptr: func(p *perf.Params) *float64 { return &p.Comm.AllReduceBusEfficiency }})
+	return ks
+}
+
+func (k knob) get(p *perf.Params) float64 {
+	if k.ptr != nil {
+		return *k.ptr(p)
+	}
+	return p.Families[k.fam].GEMM[k.prec]
+}
+
+func (k knob) set(p *perf.Params, v float64) {
+	v = math.Min(k.hi, math.Max(k.lo, v))
+	if k.ptr != nil {
+		*k.ptr(p) = v
+		return
+	}
+	p.Families[k.fam].GEMM[k.prec] = v
+}
+
+// FitOptions bound the optimisation.
+type FitOptions struct {
+	// MaxEvaluations caps objective evaluations (each predicts every case).
+	MaxEvaluations int
+	// Progress, when set, is called after each evaluation.
+	Progress func(evals int, loss float64)
+}
+
+// FitResult is the outcome of a fit.
+type FitResult struct {
+	Params      *perf.Params
+	Loss        float64
+	InitialLoss float64
+	Evaluations int
+	Duration    time.Duration
+}
+
+// Fit minimises the mean absolute percentage error of TTFT, TPOT and
+// throughput over the cases by Nelder-Mead in log-parameter space (which
+// keeps every parameter positive), starting from start.
+func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*FitResult, error) {
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("fit: no calibration cases")
+	}
+	if opt.MaxEvaluations <= 0 {
+		opt.MaxEvaluations = 1500
+	}
+	knobs := Knobs()
+	x0 := make([]float64, len(knobs))
+	for i, k := range knobs {
+		x0[i] = math.Log(k.get(start))
+	}
+	evals := 0
+	t0 := time.Now()
+	objective := func(x []float64) float64 {
+		p := start.Clone()
+		for i, k := range knobs {
+			k.set(p, math.Exp(x[i]))
+		}
+		e := env
+		e.Params = p
+		l := Loss(Predict(e, cases))
+		evals++
+		if opt.Progress != nil {
+			opt.Progress(evals, l)
+		}
+		return l
+	}
+	initial := objective(x0)
+	// Nelder-Mead shrinks its simplex as it goes; in 30-odd dimensions it
+	// then crawls. Restarting from the best point with a fresh simplex,
+	// wide first and narrower later, finds far better minima per evaluation.
+	x, f := x0, initial
+	for i, size := range []float64{0.4, 0.2, 0.1, 0.05} {
+		budget := opt.MaxEvaluations / 4
+		if i == 3 {
+			budget = opt.MaxEvaluations - evals
+		}
+		if budget < 2*len(knobs) {
+			break
+		}
+		res, err := optimize.Minimize(optimize.Problem{Func: objective}, x,
+			&optimize.Settings{FuncEvaluations: budget, Converger: &optimize.FunctionConverge{Absolute: 1e-5, Iterations: 100}},
+			&optimize.NelderMead{SimplexSize: size})
+		if err != nil && res == nil {
+			return nil, fmt.Errorf("fit: %w", err)
+		}
+		if res.F < f {
+			x, f = res.X, res.F
+		}
+	}
+	best := start.Clone()
+	for i, k := range knobs {
+		k.set(best, math.Exp(x[i]))
+	}
+	return &FitResult{Params: best, Loss: f, InitialLoss: initial, Evaluations: evals, Duration: time.Since(t0)}, nil
+}
+
+// Loss is the mean absolute percentage error (as a fraction) over every
+// measured quantity: the metric the calibration is judged by. A case the
+// model cannot evaluate counts as a 300% error so the fit avoids it.
+func Loss(preds []Prediction) float64 {
+	var sum float64
+	var n int
+	term := func(pred, meas float64) {
+		if meas <= 0 {
+			return
+		}
+		sum += math.Abs(pred-meas) / meas
+		n++
+	}
+	for _, p := range preds {
+		if p.Err != "" {
+			sum += 3
+			n++
+			continue
+		}
+		term(p.PredTTFTms, p.TTFTms)
+		term(p.PredTPOTms, p.TPOTms)
+		term(p.PredTPS, p.OutputTPS)
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}

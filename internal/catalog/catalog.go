@@ -1,0 +1,219 @@
+// Package catalog holds the facts gpuplane reasons about: GPUs, their MIG and
+// vGPU slices, and model architectures. The defaults are embedded; users add
+// or override entries with their own catalog files.
+package catalog
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/agnivade/levenshtein"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed data/*.yaml
+var embedded embed.FS
+
+// File is the schema of a catalog file; the embedded defaults use it too.
+type File struct {
+	GPUs   []*GPU       `json:"gpus,omitempty"`
+	Models []*Model     `json:"models,omitempty"`
+	MIG    []MIGProfile `json:"mig,omitempty"`
+	VGPU   []VGPUSize   `json:"vgpu,omitempty"`
+}
+
+// Catalog indexes GPUs, slices and models by name and alias.
+type Catalog struct {
+	GPUs   []*GPU
+	Models []*Model
+	MIG    map[string][]MIGProfile
+	VGPU   map[string][]VGPUSize
+
+	gpuIndex   map[string]*GPU
+	modelIndex map[string]*Model
+}
+
+// Default returns the embedded catalog.
+func Default() (*Catalog, error) {
+	c := &Catalog{MIG: map[string][]MIGProfile{}, VGPU: map[string][]VGPUSize{}}
+	for _, f := range []string{"data/gpus.yaml", "data/slices.yaml", "data/models.yaml"} {
+		b, err := embedded.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("embedded catalog %s: %w", f, err)
+		}
+		if err := c.add(b, "embedded "+f); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// MustDefault is Default for callers that treat a broken embedded catalog as a bug.
+func MustDefault() *Catalog {
+	c, err := Default()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// LoadFile merges a user catalog file: entries with a known name replace
+// the existing ones, new names are added.
+func (c *Catalog) LoadFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read catalog file: %w", err)
+	}
+	return c.add(b, path)
+}
+
+// AddModel registers a model (e.g. one read from a config.json).
+func (c *Catalog) AddModel(m *Model) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	c.Models = replaceOrAppend(c.Models, m, func(x *Model) string { return x.Name })
+	c.reindex()
+	return nil
+}
+
+func (c *Catalog) add(b []byte, src string) error {
+	var f File
+	if err := yaml.UnmarshalStrict(bytes.TrimSpace(b), &f); err != nil {
+		return fmt.Errorf("catalog %s: %w (fields are gpus, models, mig, vgpu; see docs/CATALOG.md)", src, err)
+	}
+	for _, g := range f.GPUs {
+		if err := g.validate(); err != nil {
+			return fmt.Errorf("catalog %s: %w", src, err)
+		}
+		c.GPUs = replaceOrAppend(c.GPUs, g, func(x *GPU) string { return x.Name })
+	}
+	for _, m := range f.Models {
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("catalog %s: %w", src, err)
+		}
+		c.Models = replaceOrAppend(c.Models, m, func(x *Model) string { return x.Name })
+	}
+	c.reindex()
+	for i, p := range f.MIG {
+		g, ok := c.gpuIndex[norm(p.GPU)]
+		if !ok {
+			return fmt.Errorf("catalog %s: mig[%d]: unknown gpu %q", src, i, p.GPU)
+		}
+		if p.MemoryFraction <= 0 || p.MemoryFraction > 1 || p.SMs <= 0 || p.SMs > g.SMCount || p.MemoryGiB <= 0 {
+			return fmt.Errorf("catalog %s: mig[%d] %s %s: need 0 < memoryFraction <= 1, 0 < sms <= %d, memoryGiB > 0", src, i, p.GPU, p.Profile, g.SMCount)
+		}
+		p.GPU = g.Name
+		c.MIG[g.Name] = replaceOrAppendV(c.MIG[g.Name], p, func(x MIGProfile) string { return x.Profile })
+	}
+	for i, v := range f.VGPU {
+		g, ok := c.gpuIndex[norm(v.GPU)]
+		if !ok {
+			return fmt.Errorf("catalog %s: vgpu[%d]: unknown gpu %q", src, i, v.GPU)
+		}
+		if _, err := ParseFraction(v.Fraction); err != nil {
+			return fmt.Errorf("catalog %s: vgpu[%d]: %w", src, i, err)
+		}
+		if v.MemoryGiB <= 0 || v.MemoryGiB > g.MemoryGiB {
+			return fmt.Errorf("catalog %s: vgpu[%d] %s %s: memoryGiB must be in (0, %.1f]", src, i, v.GPU, v.Fraction, g.MemoryGiB)
+		}
+		v.GPU = g.Name
+		c.VGPU[g.Name] = replaceOrAppendV(c.VGPU[g.Name], v, func(x VGPUSize) string { return x.Fraction })
+	}
+	return nil
+}
+
+func (c *Catalog) reindex() {
+	c.gpuIndex = map[string]*GPU{}
+	for _, g := range c.GPUs {
+		c.gpuIndex[norm(g.Name)] = g
+		c.gpuIndex[norm(g.ProductName)] = g
+		for _, a := range g.Aliases {
+			c.gpuIndex[norm(a)] = g
+		}
+	}
+	c.modelIndex = map[string]*Model{}
+	for _, m := range c.Models {
+		c.modelIndex[norm(m.Name)] = m
+		for _, a := range m.Aliases {
+			c.modelIndex[norm(a)] = m
+		}
+	}
+}
+
+// GPU finds a GPU by name, alias or product name, case- and punctuation-insensitively.
+func (c *Catalog) GPU(name string) (*GPU, error) {
+	if g, ok := c.gpuIndex[norm(name)]; ok {
+		return g, nil
+	}
+	names := make([]string, len(c.GPUs))
+	for i, g := range c.GPUs {
+		names[i] = g.Name
+	}
+	return nil, fmt.Errorf("unknown GPU %q; %s (list them with: gpuplane catalog gpus)", name, closest(name, names))
+}
+
+// Model finds a model by name or alias.
+func (c *Catalog) Model(name string) (*Model, error) {
+	if m, ok := c.modelIndex[norm(name)]; ok {
+		return m, nil
+	}
+	names := make([]string, len(c.Models))
+	for i, m := range c.Models {
+		names[i] = m.Name
+	}
+	return nil, fmt.Errorf("unknown model %q; %s (list them with: gpuplane catalog models, or pass --model-config config.json)", name, closest(name, names))
+}
+
+// norm folds case and the separators people vary in names.
+func norm(s string) string {
+	r := strings.NewReplacer("-", "", "_", "", " ", "", ".", "", "(", "", ")", "")
+	return r.Replace(strings.ToLower(strings.TrimSpace(s)))
+}
+
+// closest phrases the nearest known names for an error message.
+func closest(name string, names []string) string {
+	type cand struct {
+		n string
+		d int
+	}
+	q := norm(name)
+	cs := make([]cand, 0, len(names))
+	for _, n := range names {
+		d := levenshtein.ComputeDistance(q, norm(n))
+		if strings.Contains(norm(n), q) && q != "" {
+			d = 0
+		}
+		cs = append(cs, cand{n, d})
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].d < cs[j].d })
+	var out []string
+	for i := 0; i < len(cs) && i < 3; i++ {
+		out = append(out, cs[i].n)
+	}
+	return "closest: " + strings.Join(out, ", ")
+}
+
+func replaceOrAppend[T any](xs []*T, x *T, key func(*T) string) []*T {
+	for i, e := range xs {
+		if norm(key(e)) == norm(key(x)) {
+			xs[i] = x
+			return xs
+		}
+	}
+	return append(xs, x)
+}
+
+func replaceOrAppendV[T any](xs []T, x T, key func(T) string) []T {
+	for i, e := range xs {
+		if strings.EqualFold(key(e), key(x)) {
+			xs[i] = x
+			return xs
+		}
+	}
+	return append(xs, x)
+}

@@ -1,0 +1,247 @@
+package catalog
+
+import (
+	"encoding/csv"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestDefaultCatalogLoads(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a10", "l4", "l40s", "a100_40gb", "a100_80gb", "h100_sxm", "h100_nvl", "h200_sxm", "b200_sxm",
+		"b300_sxm", "gb200", "gb300", "rtx_pro_6000"}
+	for _, n := range want {
+		if _, err := c.GPU(n); err != nil {
+			t.Errorf("GPU %s: %v", n, err)
+		}
+	}
+	for _, m := range []string{"Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B",
+		"meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.3-70B-Instruct",
+		"deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "mistralai/Mixtral-8x7B-v0.1", "openai/gpt-oss-120b"} {
+		if _, err := c.Model(m); err != nil {
+			t.Errorf("model %s: %v", m, err)
+		}
+	}
+}
+
+func TestCalibrationSystemNamesResolve(t *testing.T) {
+	c := MustDefault()
+	for alias, want := range map[string]string{"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200_sxm",
+		"b300_sxm": "b300_sxm", "gb200": "gb200", "gb300": "gb300", "H100 SXM 80GB": "h100_sxm",
+		"A100-80GB SXM": "a100_80gb", "NVIDIA H200": "h200_sxm", "RTX PRO 6000 Blackwell Server": "rtx_pro_6000"} {
+		g, err := c.GPU(alias)
+		if err != nil {
+			t.Errorf("%q: %v", alias, err)
+			continue
+		}
+		if g.Name != want {
+			t.Errorf("%q resolved to %s, want %s", alias, g.Name, want)
+		}
+	}
+}
+
+// TestGPUFactsMatchReference cross-checks the embedded catalog against the
+// project's reference table, so a typo in the data file fails a test.
+func TestGPUFactsMatchReference(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "shared", "reference", "gpus.csv")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("reference table not available: %v", err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	c := MustDefault()
+	checked := 0
+	for _, r := range rows[1:] {
+		g, err := c.GPU(strings.TrimSpace(r[col["gpu"]]))
+		if err != nil {
+			t.Errorf("reference GPU %q is not in the catalog: %v", r[col["gpu"]], err)
+			continue
+		}
+		num := func(k string) float64 {
+			v, _ := strconv.ParseFloat(r[col[k]], 64)
+			return v
+		}
+		checks := []struct {
+			what      string
+			got, want float64
+		}{
+			{"sm_count", float64(g.SMCount), num("sm_count")},
+			{"mem_bw_GBps", g.MemoryBandwidthGBps, num("mem_bw_GBps")},
+			{"bf16_dense_tflops", g.TFLOPS[BF16], num("bf16_dense_tflops")},
+			{"fp8_dense_tflops", g.TFLOPS[FP8], num("fp8_dense_tflops")},
+			{"fp4_dense_tflops", g.TFLOPS[FP4], num("fp4_dense_tflops")},
+			{"nvlink_GBps_per_gpu_per_dir", g.NVLinkGBpsPerDir, num("nvlink_GBps_per_gpu_per_dir")},
+			{"pcie_GBps_per_dir", g.PCIeGBpsPerDir, num("pcie_GBps_per_dir")},
+		}
+		for _, ch := range checks {
+			if math.Abs(ch.got-ch.want) > 1e-6*math.Max(1, ch.want) {
+				t.Errorf("%s %s: catalog %g, reference %g", g.Name, ch.what, ch.got, ch.want)
+			}
+		}
+		// Usable memory is what the driver reports: a little under the nominal size.
+		if nominal := num("memory_gb"); g.MemoryGiB > nominal || g.MemoryGiB < 0.9*nominal {
+			t.Errorf("%s memoryGiB %g is not just under the nominal %g GB", g.Name, g.MemoryGiB, nominal)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Fatalf("only %d reference rows checked", checked)
+	}
+}
+
+func TestModelParameterCounts(t *testing.T) {
+	c := MustDefault()
+	cases := []struct {
+		model          string
+		total, active  float64 // billions
+		kvBytesPerTokn float64 // bf16, all layers
+	}{
+		{"meta-llama/Llama-3.1-8B", 8.03, 8.03, 131072},
+		{"meta-llama/Llama-3.1-70B", 70.6, 70.6, 327680},
+		{"Qwen/Qwen3-32B", 32.8, 32.8, 262144},
+		{"Qwen/Qwen3-8B", 8.2, 8.2, 147456},
+		{"Qwen/Qwen3-30B-A3B", 30.5, 3.3, 98304},
+		{"Qwen/Qwen3-235B-A22B", 235, 22.2, 192512},
+		{"mistralai/Mixtral-8x7B-v0.1", 46.7, 12.9, 131072},
+		{"deepseek-ai/DeepSeek-V3", 671, 37.5, 70272},
+	}
+	for _, tc := range cases {
+		m, err := c.Model(tc.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.TotalParams() / 1e9; math.Abs(got-tc.total)/tc.total > 0.03 {
+			t.Errorf("%s total params %.2fB, want about %.1fB", tc.model, got, tc.total)
+		}
+		if got := m.ActiveParams() / 1e9; math.Abs(got-tc.active)/tc.active > 0.05 {
+			t.Errorf("%s active params %.2fB, want about %.1fB", tc.model, got, tc.active)
+		}
+		if got := m.KVBytesPerToken(BF16); got != tc.kvBytesPerTokn {
+			t.Errorf("%s KV bytes/token %g, want %g", tc.model, got, tc.kvBytesPerTokn)
+		}
+	}
+}
+
+func TestDevices(t *testing.T) {
+	c := MustDefault()
+	cases := []struct {
+		gpu, slice   string
+		kind         string
+		memGiB       float64
+		compute, bw  float64
+		wantErrMatch string
+	}{
+		{"h100_sxm", "", "gpu", 79.6, 1, 1, ""},
+		{"h100_sxm", "3g.40gb", SliceMIG, 39.5, 60.0 / 132, 0.5, ""},
+		{"h100_sxm:1g.10gb", "", SliceMIG, 9.75, 16.0 / 132, 0.125, ""},
+		{"a10", "1/2", SliceVGPU, 12, 0.5, 0.5, ""},
+		{"a10", "1/6", SliceVGPU, 4, 1.0 / 6, 1.0 / 6, ""},
+		{"rtx_pro_6000", "1/8", SliceVGPU, 11.2, 0.125, 0.125, ""},
+		{"h100_sxm", "3g.41gb", "", 0, 0, 0, "closest: 3g.40gb"},
+		{"a10", "3g.40gb", "", 0, 0, 0, "no MIG profiles"},
+		{"h100_sxm", "3/2", "", 0, 0, 0, "0 < n <= d"},
+		{"h100_sxm:3g.40gb", "1g.10gb", "", 0, 0, 0, "give it once"},
+	}
+	for _, tc := range cases {
+		d, err := c.Device(tc.gpu, tc.slice)
+		if tc.wantErrMatch != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErrMatch) {
+				t.Errorf("%s %s: error %v, want one containing %q", tc.gpu, tc.slice, err, tc.wantErrMatch)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %s: %v", tc.gpu, tc.slice, err)
+			continue
+		}
+		if d.Kind != tc.kind || d.MemoryGiB != tc.memGiB || math.Abs(d.ComputeFraction-tc.compute) > 1e-9 || math.Abs(d.BandwidthFraction-tc.bw) > 1e-9 {
+			t.Errorf("%s %s: got %+v", tc.gpu, tc.slice, d)
+		}
+	}
+	if n := len(c.Devices()); n < 70 {
+		t.Errorf("only %d devices listed", n)
+	}
+}
+
+func TestUnknownNamesSuggestClosest(t *testing.T) {
+	c := MustDefault()
+	_, err := c.GPU("h100-sxm5")
+	if err == nil || !strings.Contains(err.Error(), "h100_sxm") {
+		t.Errorf("GPU typo: %v", err)
+	}
+	_, err = c.Model("Qwen/Qwen3-33B")
+	if err == nil || !strings.Contains(err.Error(), "Qwen/Qwen3-32B") {
+		t.Errorf("model typo: %v", err)
+	}
+}
+
+func TestHFConfig(t *testing.T) {
+	m, err := LoadHFConfig("testdata/qwen3-like-config.json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Name != "example/Qwen3-Tiny" || m.Layers != 28 || m.KVHeads != 8 || m.HeadDim != 128 || !m.TieWordEmbeddings || m.MoE != nil {
+		t.Fatalf("parsed %+v", m)
+	}
+	d, err := LoadHFConfig("testdata/moe-mla-config.json", "example/dsv3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.MLA == nil || d.MLA.KVLoraRank != 512 || d.MoE == nil || d.MoE.Experts != 256 || d.MoE.FirstDenseLayers != 3 || d.NativeDtype != FP8 {
+		t.Fatalf("parsed %+v", d)
+	}
+	ref := MustDefault()
+	v3, _ := ref.Model("deepseek-ai/DeepSeek-V3")
+	if math.Abs(d.TotalParams()-v3.TotalParams()) > 1 {
+		t.Fatalf("config-loaded DeepSeek-V3 has %g params, catalog %g", d.TotalParams(), v3.TotalParams())
+	}
+	if _, err := ParseHFConfig([]byte(`{"num_hidden_layers": 2}`), "x"); err == nil {
+		t.Fatal("an incomplete config must be rejected")
+	}
+}
+
+func TestUserCatalogFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "extra.yaml")
+	os.WriteFile(good, []byte(`
+gpus:
+- name: mygpu
+  productName: Example GPU
+  architecture: hopper
+  smCount: 100
+  memoryGiB: 40
+  memoryBandwidthGBps: 2000
+  tflops: {bf16: 500, fp8: 1000}
+  pcieGBpsPerDir: 32
+vgpu:
+- {gpu: mygpu, fraction: "1/4", memoryGiB: 10}
+`), 0o644)
+	c := MustDefault()
+	if err := c.LoadFile(good); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.Device("mygpu", "1/4"); err != nil || d.MemoryGiB != 10 {
+		t.Fatalf("user device: %+v %v", d, err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("gpus:\n- name: x\n  memoryGB: 3\n"), 0o644)
+	err := c.LoadFile(bad)
+	if err == nil || !strings.Contains(err.Error(), "memoryGB") {
+		t.Fatalf("unknown field must be named: %v", err)
+	}
+}

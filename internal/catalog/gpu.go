@@ -1,0 +1,114 @@
+package catalog
+
+import (
+	"fmt"
+)
+
+// Architecture families share kernel efficiencies in the performance model.
+const (
+	Ampere    = "ampere"
+	Ada       = "ada"
+	Hopper    = "hopper"
+	Blackwell = "blackwell"
+)
+
+// GPU holds the facts of one GPU model. Bandwidths are GB/s (1e9 bytes),
+// throughput is dense TFLOP/s.
+type GPU struct {
+	Name                string                `json:"name"`
+	Aliases             []string              `json:"aliases,omitempty"`
+	ProductName         string                `json:"productName"`
+	Architecture        string                `json:"architecture"`
+	ComputeCapability   string                `json:"computeCapability"`
+	SMCount             int                   `json:"smCount"`
+	MemoryGiB           float64               `json:"memoryGiB"`
+	MemoryType          string                `json:"memoryType,omitempty"`
+	MemoryBandwidthGBps float64               `json:"memoryBandwidthGBps"`
+	TFLOPS              map[Precision]float64 `json:"tflops"`
+	Int8TOPS            float64               `json:"int8Tops,omitempty"`
+	NVLinkGBpsPerDir    float64               `json:"nvlinkGBpsPerDir,omitempty"`
+	NVLinkDomainSize    int                   `json:"nvlinkDomainSize,omitempty"`
+	PCIeGen             int                   `json:"pcieGen,omitempty"`
+	PCIeGBpsPerDir      float64               `json:"pcieGBpsPerDir"`
+	TDPWatts            float64               `json:"tdpWatts,omitempty"`
+	GPUsPerNode         int                   `json:"gpusPerNode,omitempty"`
+	MIG                 *MIGSupport           `json:"mig,omitempty"`
+}
+
+// MIGSupport says whether and how a GPU partitions into MIG instances.
+type MIGSupport struct {
+	ProfileSet   string `json:"profileSet,omitempty"`
+	MaxInstances int    `json:"maxInstances"`
+	SMsUsable    int    `json:"smsUsable,omitempty"`
+}
+
+// ComputePrecision is the tensor-core format GEMMs with weights in p run at.
+// GPUs without native support for p run weight-only quantised kernels that
+// dequantise to bf16, which is what vLLM, SGLang and TensorRT-LLM do there.
+func (g *GPU) ComputePrecision(p Precision) Precision {
+	if g.TFLOPS[p] > 0 {
+		return p
+	}
+	if p == FP4 && g.TFLOPS[FP8] > 0 {
+		return FP8
+	}
+	return BF16
+}
+
+// PeakTFLOPS is the dense tensor throughput at the compute precision for p.
+func (g *GPU) PeakTFLOPS(p Precision) float64 {
+	return g.TFLOPS[g.ComputePrecision(p)]
+}
+
+// ScaleUpGBps is the per-direction bandwidth between GPUs of one node (or
+// NVLink domain): NVLink where present, PCIe otherwise.
+func (g *GPU) ScaleUpGBps() float64 {
+	if g.NVLinkGBpsPerDir > 0 {
+		return g.NVLinkGBpsPerDir
+	}
+	return g.PCIeGBpsPerDir
+}
+
+// HasNVLink reports whether the GPUs of a node talk over NVLink.
+func (g *GPU) HasNVLink() bool { return g.NVLinkGBpsPerDir > 0 }
+
+// MaxTP is the largest tensor-parallel group that fits in one node or NVLink
+// domain.
+func (g *GPU) MaxTP() int {
+	n := g.GPUsPerNode
+	if g.NVLinkDomainSize > n {
+		n = g.NVLinkDomainSize
+	}
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+func (g *GPU) validate() error {
+	switch {
+	case g.Name == "":
+		return fmt.Errorf("gpu: name is empty")
+	case g.SMCount <= 0:
+		return fmt.Errorf("gpu %q: smCount must be > 0", g.Name)
+	case g.MemoryGiB <= 0:
+		return fmt.Errorf("gpu %q: memoryGiB must be > 0", g.Name)
+	case g.MemoryBandwidthGBps <= 0:
+		return fmt.Errorf("gpu %q: memoryBandwidthGBps must be > 0", g.Name)
+	case g.TFLOPS[BF16] <= 0:
+		return fmt.Errorf("gpu %q: tflops.bf16 must be > 0", g.Name)
+	case g.PCIeGBpsPerDir <= 0:
+		return fmt.Errorf("gpu %q: pcieGBpsPerDir must be > 0", g.Name)
+	}
+	switch g.Architecture {
+	case Ampere, Ada, Hopper, Blackwell:
+	default:
+		return fmt.Errorf("gpu %q: architecture %q is not one of ampere, ada, hopper, blackwell", g.Name, g.Architecture)
+	}
+	for p := range g.TFLOPS {
+		if _, err := ParsePrecision(string(p)); err != nil || p != BF16 && p != FP8 && p != FP4 {
+			return fmt.Errorf("gpu %q: tflops key %q: use bf16, fp8 or fp4", g.Name, p)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// hfConfig is the subset of a Hugging Face config.json that shapes serving
+// cost. Other keys (tokenizer ids, rope details, ...) do not change the cost.
+type hfConfig struct {
+	NameOrPath            string          `json:"_name_or_path"`
+	Architectures         []string        `json:"architectures"`
+	NumHiddenLayers       int             `json:"num_hidden_layers"`
+	HiddenSize            int             `json:"hidden_size"`
+	NumAttentionHeads     int             `json:"num_attention_heads"`
+	NumKeyValueHeads      int             `json:"num_key_value_heads"`
+	HeadDim               int             `json:"head_dim"`
+	IntermediateSize      int             `json:"intermediate_size"`
+	VocabSize             int             `json:"vocab_size"`
+	TieWordEmbeddings     bool            `json:"tie_word_embeddings"`
+	MaxPositionEmbeddings int             `json:"max_position_embeddings"`
+	TorchDtype            string          `json:"torch_dtype"`
+	Dtype                 string          `json:"dtype"`
+	NumExperts            int             `json:"num_experts"`
+	NumLocalExperts       int             `json:"num_local_experts"`
+	NRoutedExperts        int             `json:"n_routed_experts"`
+	NumExpertsPerTok      int             `json:"num_experts_per_tok"`
+	MoEIntermediateSize   int             `json:"moe_intermediate_size"`
+	NSharedExperts        int             `json:"n_shared_experts"`
+	FirstKDenseReplace    int             `json:"first_k_dense_replace"`
+	KVLoraRank            int             `json:"kv_lora_rank"`
+	QLoraRank             int             `json:"q_lora_rank"`
+	QKNopeHeadDim         int             `json:"qk_nope_head_dim"`
+	QKRopeHeadDim         int             `json:"qk_rope_head_dim"`
+	VHeadDim              int             `json:"v_head_dim"`
+	SlidingWindow         *int            `json:"sliding_window"`
+	LayerTypes            []string        `json:"layer_types"`
+	QuantizationConfig    *hfQuantization `json:"quantization_config"`
+	TextConfig            *hfConfig       `json:"text_config"`
+}
+
+type hfQuantization struct {
+	QuantMethod string `json:"quant_method"`
+	Format      string `json:"fmt"`
+}
+
+// LoadHFConfig reads a Hugging Face config.json into a Model. name overrides
+// the model name; when empty the config's _name_or_path or the file name is used.
+func LoadHFConfig(path, name string) (*Model, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read model config: %w", err)
+	}
+	m, err := ParseHFConfig(b, name)
+	if err != nil {
+		return nil, fmt.Errorf("model config %s: %w", path, err)
+	}
+	if m.Name == "" {
+		m.Name = strings.TrimSuffix(path, ".json")
+	}
+	return m, nil
+}
+
+// ParseHFConfig converts config.json bytes into a Model.
+func ParseHFConfig(b []byte, name string) (*Model, error) {
+	var c hfConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("parse config.json: %w", err)
+	}
+	if c.NumHiddenLayers == 0 && c.TextConfig != nil {
+		// Multimodal checkpoints keep the language model under text_config.
+		tc := *c.TextConfig
+		if tc.NameOrPath == "" {
+			tc.NameOrPath = c.NameOrPath
+		}
+		if len(tc.Architectures) == 0 {
+			tc.Architectures = c.Architectures
+		}
+		c = tc
+	}
+	m := &Model{
+		Name:                  firstNonEmpty(name, c.NameOrPath),
+		Layers:                c.NumHiddenLayers,
+		HiddenSize:            c.HiddenSize,
+		AttentionHeads:        c.NumAttentionHeads,
+		KVHeads:               c.NumKeyValueHeads,
+		HeadDim:               c.HeadDim,
+		IntermediateSize:      c.IntermediateSize,
+		VocabSize:             c.VocabSize,
+		TieWordEmbeddings:     c.TieWordEmbeddings,
+		MaxPositionEmbeddings: c.MaxPositionEmbeddings,
+	}
+	if len(c.Architectures) > 0 {
+		m.Architecture = c.Architectures[0]
+	}
+	if m.KVHeads == 0 {
+		m.KVHeads = m.AttentionHeads // multi-head attention
+	}
+	if m.HeadDim == 0 && m.AttentionHeads > 0 {
+		m.HeadDim = m.HiddenSize / m.AttentionHeads
+	}
+	experts := max(c.NumExperts, c.NumLocalExperts, c.NRoutedExperts)
+	if experts > 0 && c.NumExpertsPerTok > 0 {
+		inter := c.MoEIntermediateSize
+		if inter == 0 {
+			inter = c.IntermediateSize
+		}
+		m.MoE = &MoE{Experts: experts, ExpertsPerToken: c.NumExpertsPerTok, SharedExperts: c.NSharedExperts,
+			IntermediateSize: inter, FirstDenseLayers: c.FirstKDenseReplace}
+	}
+	if c.KVLoraRank > 0 {
+		m.MLA = &MLA{KVLoraRank: c.KVLoraRank, QLoraRank: c.QLoraRank, QKNopeHeadDim: c.QKNopeHeadDim,
+			QKRopeHeadDim: c.QKRopeHeadDim, VHeadDim: c.VHeadDim}
+		m.HeadDim = c.VHeadDim
+	}
+	if c.SlidingWindow != nil && *c.SlidingWindow > 0 {
+		sliding := 0
+		for _, t := range c.LayerTypes {
+			if t == "sliding_attention" {
+				sliding++
+			}
+		}
+		if len(c.LayerTypes) == 0 {
+			sliding = m.Layers // every layer slides (Mistral-style)
+		}
+		if sliding > 0 {
+			m.SlidingWindow = *c.SlidingWindow
+			m.SlidingWindowLayers = sliding
+		}
+	}
+	m.NativeDtype = BF16
+	if c.QuantizationConfig != nil {
+		switch q := strings.ToLower(c.QuantizationConfig.QuantMethod); {
+		case q == "mxfp4" || q == "nvfp4" || strings.Contains(q, "fp4"):
+			m.NativeDtype = FP4
+		case q == "fp8" || strings.Contains(c.QuantizationConfig.Format, "e4m3"):
+			m.NativeDtype = FP8
+		}
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuplane/gpuplane/internal/calibrate"
+	"github.com/gpuplane/gpuplane/internal/output"
+)
+
+type calibrationReport struct {
+	calibrate.Report
+	Cases       int     `json:"cases"`
+	Fitted      bool    `json:"fitted"`
+	Loss        float64 `json:"loss"`
+	Evaluations int     `json:"evaluations,omitempty"`
+	Seconds     float64 `json:"seconds"`
+	ParamsFile  string  `json:"params_file,omitempty"`
+}
+
+func (r calibrationReport) Header() []string {
+	return []string{"GROUP", "N", "FAILED", "TTFT MAPE", "TPOT MAPE", "THROUGHPUT MAPE"}
+}
+
+func (r calibrationReport) Rows() [][]string {
+	row := func(s calibrate.Stats) []string {
+		return []string{s.Group, fmt.Sprint(s.N), fmt.Sprint(s.Failed), pct(s.TTFTMAPE), pct(s.TPOTMAPE), pct(s.TPSMAPE)}
+	}
+	rows := [][]string{row(r.Overall), row(r.DenseAgg), row(r.MoEAgg), row(r.Disagg), row(r.MaxTput), {"", "", "", "", "", ""}}
+	for _, g := range r.Groups {
+		rows = append(rows, row(g))
+	}
+	return rows
+}
+
+func pct(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", v)
+}
+
+func newCalibrateCmd(g *globals) *cobra.Command {
+	var dir, out string
+	var fit bool
+	var maxEvals int
+	cmd := &cobra.Command{
+		Use:   "calibrate",
+		Short: "Report (and with --fit, refit) the performance model against measured serving runs",
+		Long: `Predicts every measured configuration in the calibration folder and reports the mean
+absolute percentage error of TTFT and TPOT per (system, backend, model, mode) and overall.
+With --fit it first fits the architecture efficiencies and backend overheads (never a
+per-row factor) on aggregated dense runs and the max-throughput tables, and writes the
+parameter file given by --out.
+
+  gpuplane calibrate --data ../shared/calibration
+  gpuplane calibrate --data ../shared/calibration --fit --out internal/perf/params/default.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, err := g.env()
+			if err != nil {
+				return err
+			}
+			ds, err := calibrate.LoadDir(dir, env.Catalog)
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			rep := calibrationReport{Cases: len(ds.Cases)}
+			if fit {
+				if out == "" {
+					return fmt.Errorf("--fit needs --out FILE for the fitted parameters")
+				}
+				res, err := calibrate.Fit(env, env.Params, ds.FitSet(), calibrate.FitOptions{MaxEvaluations: maxEvals,
+					Progress: func(n int, loss float64) {
+						if n%25 == 0 {
+							fmt.Fprintf(g.stderr, "\rfit: %d evaluations, loss %.4f, %s", n, loss, time.Since(t0).Round(time.Second))
+						}
+					}})
+				fmt.Fprintln(g.stderr)
+				if err != nil {
+					return err
+				}
+				res.Params.Source = fmt.Sprintf("gpuplane calibrate --fit: %d cases, %d evaluations, loss %.4f (from %.4f)",
+					len(ds.FitSet()), res.Evaluations, res.Loss, res.InitialLoss)
+				b, err := res.Params.Marshal()
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(out, b, 0o644); err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+				env.Params = res.Params
+				rep.Fitted, rep.Evaluations, rep.ParamsFile = true, res.Evaluations, out
+			}
+			preds := calibrate.Predict(env, ds.Cases)
+			rep.Report = calibrate.Summarise(preds, len(ds.Skipped))
+			rep.Loss = calibrate.Loss(preds)
+			rep.Seconds = time.Since(t0).Seconds()
+			f, _ := g.format()
+			return output.Write(g.stdout, f, rep)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "data", "../shared/calibration", "folder with silicon_calibration.csv (and trtllm_max_throughput.csv)")
+	cmd.Flags().BoolVar(&fit, "fit", false, "fit the parameters before reporting")
+	cmd.Flags().StringVar(&out, "out", "", "where --fit writes the parameter file")
+	cmd.Flags().IntVar(&maxEvals, "max-evals", 1500, "cap on objective evaluations during --fit")
+	return cmd
+}

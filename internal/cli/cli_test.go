@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := NewRoot(&out, &errb)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), errb.String(), err
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/cli -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (go test ./internal/cli -update accepts it):\n%s", name, got)
+	}
+}
+
+func TestGoldenOutputs(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"catalog-gpus.txt", []string{"catalog", "gpus"}},
+		{"catalog-devices.txt", []string{"catalog", "devices"}},
+		{"catalog-models.txt", []string{"catalog", "models"}},
+		{"estimate-default.txt", []string{"estimate"}},
+		{"estimate-default.json", []string{"estimate", "-o", "json"}},
+		{"estimate-disagg.yaml", []string{"estimate", "--mode", "disagg", "--prefill-tp", "1", "--decode-tp", "2",
+			"--prefill-workers", "2", "--decode-workers", "1", "-o", "yaml"}},
+		{"estimate-mig.json", []string{"estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "h100_sxm", "--slice", "3g.40gb",
+			"--isl", "1000", "--osl", "200", "--concurrency", "8", "-o", "json"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, stderr, err := run(t, tc.args...)
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", tc.args, err, stderr)
+			}
+			golden(t, tc.name, out)
+		})
+	}
+}
+
+func TestEstimateJSONContract(t *testing.T) {
+	out, _, err := run(t, "estimate", "--model", "Qwen/Qwen3-32B", "--gpu", "h100_sxm", "--slice", "", "--precision", "fp8",
+		"--backend", "vllm", "--tp", "2", "--isl", "4000", "--osl", "500", "--concurrency", "32", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"ttft_ms", "tpot_ms", "output_tokens_per_s", "output_tokens_per_s_per_gpu", "kv_cache_tokens", "max_concurrency", "fits"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	if m["fits"] != true || m["ttft_ms"].(float64) <= 0 || m["gpus"].(float64) != 2 {
+		t.Errorf("unexpected estimate: %v", out)
+	}
+}
+
+func TestBatchKeepsOrderAndReportsBadLines(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "q.jsonl")
+	lines := []string{
+		`{"model":"Qwen/Qwen3-8B","gpu":"h200_sxm","tp":1,"isl":1024,"osl":128,"concurrency":4}`,
+		`{"model":"NoSuch/Model","gpu":"h200_sxm"}`,
+		`not json`,
+		`{"model":"meta-llama/Llama-3.1-70B","gpu":"a10","precision":"bf16"}`,
+		`{"model":"Qwen/Qwen3-8B","gpu":"h200_sxm","tpp":2}`,
+		`{"model":"Qwen/Qwen3-8B","gpu":"l40s","isl":512,"osl":64,"concurrency":2}`,
+	}
+	os.WriteFile(f, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	out, _, err := run(t, "estimate", "-f", f, "-o", "jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	if len(got) != len(lines) {
+		t.Fatalf("%d result lines for %d queries:\n%s", len(got), len(lines), out)
+	}
+	want := []string{`"device":"h200_sxm"`, `closest: `, `line 3`, `"fits":false`, `unknown field \"tpp\"`, `"device":"l40s"`}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("line %d: %s\nwant it to contain %s", i+1, got[i], w)
+		}
+	}
+	if !strings.Contains(got[3], "short by") || !strings.Contains(got[3], "smallest fitting") {
+		t.Errorf("a model that does not fit must say by how much and what fits: %s", got[3])
+	}
+}
+
+func TestErrorsNameTheFix(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"estimate", "--model", "Qwen3-33B"}, "closest: "},
+		{[]string{"estimate", "--gpu", "h1000"}, "gpuplane catalog gpus"},
+		{[]string{"estimate", "--backend", "tgi"}, "use vllm, sglang or trtllm"},
+		{[]string{"estimate", "--tp", "3"}, "power of two"},
+		{[]string{"estimate", "--mode", "disagg", "--tp", "2"}, "prefill_tp and decode_tp"},
+		{[]string{"estimate", "-o", "xml"}, "table, json, yaml, jsonl"},
+		{[]string{"estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "l4", "--precision", "bf16"}, "short by"},
+		{[]string{"catalog", "things"}, "gpus, devices or models"},
+	}
+	for _, tc := range cases {
+		_, _, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestModelConfigFlag(t *testing.T) {
+	out, _, err := run(t, "estimate", "--model-config", "../catalog/testdata/qwen3-like-config.json", "--gpu", "l4",
+		"--precision", "bf16", "--isl", "512", "--osl", "64", "--concurrency", "2", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"model": "example/Qwen3-Tiny"`) {
+		t.Errorf("estimate should use the model from --model-config:\n%s", out)
+	}
+}

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/output"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/serving"
+)
+
+// estimateTable prints one estimate as a key/value table.
+type estimateTable struct{ *estimate.Output }
+
+func (t estimateTable) Header() []string { return []string{"METRIC", "VALUE"} }
+func (t estimateTable) Rows() [][]string {
+	o := t.Output
+	rows := [][]string{
+		{"model", o.Model}, {"device", o.Device}, {"backend", o.Backend}, {"mode", o.Mode},
+		{"precision (weights/kv)", o.Precision + "/" + o.KV},
+	}
+	if o.Mode == "disagg" {
+		rows = append(rows, []string{"prefill", fmt.Sprintf("%d worker(s) x tp%d", o.Prefill, o.PrefillTP)},
+			[]string{"decode", fmt.Sprintf("%d worker(s) x tp%d", o.Decode, o.DecodeTP)},
+			[]string{"kv transfer", fmt.Sprintf("%.2f ms", o.KVTransferMs)})
+	} else {
+		rows = append(rows, []string{"parallelism", fmt.Sprintf("%d worker(s) x tp%d pp%d", o.Workers, o.TP, o.PP)})
+	}
+	rows = append(rows,
+		[]string{"workload", fmt.Sprintf("isl %d, osl %d, concurrency %d", o.ISL, o.OSL, o.Concurrency)},
+		[]string{"fits", fmt.Sprint(o.Fits)},
+	)
+	memRow := func(label string, m *perf.Memory) {
+		if m != nil {
+			rows = append(rows, []string{label, fmt.Sprintf("weights %.1f GiB, activations %.1f GiB, reserve %.1f GiB, kv cache %.1f GiB of %.1f GiB",
+				m.WeightsGiB, m.ActivationGiB, m.ReserveGiB, m.KVCacheGiB, m.DeviceGiB)})
+		}
+	}
+	if o.Mode == "disagg" {
+		memRow("prefill memory per GPU", o.Memory)
+		memRow("decode memory per GPU", o.DecodeMemory)
+	} else {
+		memRow("memory per GPU", o.Memory)
+	}
+	rows = append(rows, []string{"kv cache tokens", fmt.Sprint(o.KVCacheTokens)}, []string{"max concurrency", fmt.Sprint(o.MaxConcurrency)})
+	if !o.Fits {
+		return append(rows, []string{"error", o.Error})
+	}
+	return append(rows,
+		[]string{"ttft", fmt.Sprintf("%.1f ms (p50 %.1f, p99 %.1f)", o.TTFTms, o.TTFTP50ms, o.TTFTP99ms)},
+		[]string{"tpot", fmt.Sprintf("%.2f ms (p99 %.2f)", o.TPOTms, o.TPOTP99ms)},
+		[]string{"output tokens/s", fmt.Sprintf("%.0f (%.0f per GPU, %.1f per user)", o.OutputTokensPerS, o.OutputTokensPerSPerGPU, o.OutputTokensPerSPerUser)},
+		[]string{"requests/s", fmt.Sprintf("%.2f", o.RequestsPerS)},
+		[]string{"gpus", fmt.Sprint(o.GPUs)},
+	)
+}
+
+// lineResult is one line of `estimate -f`: an estimate or an error.
+type lineResult struct {
+	out *estimate.Output
+	err error
+}
+
+func (l lineResult) MarshalJSON() ([]byte, error) {
+	if l.out == nil {
+		return json.Marshal(map[string]string{"error": l.err.Error()})
+	}
+	return json.Marshal(l.out)
+}
+
+type lineResults []lineResult
+
+func (l lineResults) Items() []any { return items(l) }
+func (l lineResults) Header() []string {
+	return []string{"#", "MODEL", "DEVICE", "MODE", "TTFT(ms)", "TPOT(ms)", "TOK/S", "TOK/S/GPU", "FITS", "ERROR"}
+}
+func (l lineResults) Rows() [][]string {
+	var rows [][]string
+	for i, r := range l {
+		if r.out == nil || r.out.Result == nil {
+			rows = append(rows, []string{fmt.Sprint(i + 1), "", "", "", "", "", "", "", "false", r.err.Error()})
+			continue
+		}
+		o := r.out
+		rows = append(rows, []string{fmt.Sprint(i + 1), o.Model, o.Device, o.Mode, fmt.Sprintf("%.1f", o.TTFTms), fmt.Sprintf("%.2f", o.TPOTms),
+			fmt.Sprintf("%.0f", o.OutputTokensPerS), fmt.Sprintf("%.0f", o.OutputTokensPerSPerGPU), fmt.Sprint(o.Fits), o.Error})
+	}
+	return rows
+}
+
+func newEstimateCmd(g *globals) *cobra.Command {
+	q := estimate.Defaults()
+	var file, modelConfig string
+	var sameNode bool
+	cmd := &cobra.Command{
+		Use:   "estimate",
+		Short: "Predict TTFT, TPOT and throughput of a model on a device",
+		Long: `Predict serving performance at a fixed concurrency: the engine is run iteration by
+iteration (continuous batching, chunked prefill, KV-cache limits) on the analytic
+performance model, in steady state. With no flags it estimates the reference scenario
+(Qwen3-32B in fp8 on one H100 SXM, 4000/500 tokens, 32 users).
+
+  gpuplane estimate --model Qwen/Qwen3-32B --gpu h100_sxm --precision fp8 --tp 2 -o json
+  gpuplane estimate --gpu h100_sxm --slice 3g.40gb --model Qwen/Qwen3-8B
+  gpuplane estimate --mode disagg --prefill-tp 2 --decode-tp 4 --prefill-workers 2 --decode-workers 1
+  gpuplane estimate -f queries.jsonl -o jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, m, err := g.envWithModel(modelConfig)
+			if err != nil {
+				return err
+			}
+			if m != nil && !cmd.Flags().Changed("model") {
+				q.Model = m.Name
+			}
+			if cmd.Flags().Changed("same-node") {
+				q.SameNode = &sameNode
+			}
+			f, _ := g.format()
+			if file != "" {
+				return runBatch(g, env, q, file, f)
+			}
+			out, err := estimate.Run(env, q, serving.Options{})
+			var fe *perf.FitError
+			if errors.As(err, &fe) && out != nil {
+				out.Error = err.Error()
+				if f != output.Table {
+					_ = output.Write(g.stdout, f, out)
+				}
+				return err
+			}
+			if err != nil {
+				return err
+			}
+			if f == output.Table {
+				return output.Write(g.stdout, f, estimateTable{out})
+			}
+			return output.Write(g.stdout, f, out)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&file, "file", "f", "", "JSON-lines file of queries (keys are flag names with _ for -); - for stdin")
+	fl.StringVar(&modelConfig, "model-config", "", "Hugging Face config.json of a model not in the catalog")
+	addQueryFlags(fl, &q, &sameNode)
+	return cmd
+}
+
+func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
+	fl.StringVar(&q.Model, "model", q.Model, "model name or alias (see: gpuplane catalog models)")
+	fl.StringVar(&q.GPU, "gpu", q.GPU, "GPU name or alias (see: gpuplane catalog gpus); gpu:slice also works")
+	fl.StringVar(&q.Slice, "slice", "", "MIG profile (3g.40gb) or vGPU/time-sliced fraction (1/2) of the GPU")
+	fl.StringVar(&q.Precision, "precision", q.Precision, "weight precision: bf16, fp8 or fp4 (default: the model's native one)")
+	fl.StringVar(&q.KVPrecision, "kv-precision", "", "KV-cache precision: bf16 or fp8 (default: the backend's default)")
+	fl.StringVar(&q.Backend, "backend", q.Backend, "serving engine: vllm, sglang or trtllm")
+	fl.StringVar(&q.Mode, "mode", q.Mode, "agg (prefill and decode on the same workers) or disagg")
+	fl.IntVar(&q.TP, "tp", q.TP, "tensor parallelism of an aggregated worker")
+	fl.IntVar(&q.PP, "pp", q.PP, "pipeline parallelism of an aggregated worker")
+	fl.IntVar(&q.EP, "ep", 0, "expert parallelism (MoE models; must divide tp)")
+	fl.IntVar(&q.Workers, "workers", q.Workers, "aggregated workers sharing the load")
+	fl.IntVar(&q.PrefillTP, "prefill-tp", 0, "tensor parallelism of a prefill worker (mode disagg)")
+	fl.IntVar(&q.DecodeTP, "decode-tp", 0, "tensor parallelism of a decode worker (mode disagg)")
+	fl.IntVar(&q.PrefillPP, "prefill-pp", 0, "pipeline parallelism of a prefill worker (mode disagg)")
+	fl.IntVar(&q.DecodePP, "decode-pp", 0, "pipeline parallelism of a decode worker (mode disagg)")
+	fl.IntVar(&q.PrefillWorkers, "prefill-workers", q.PrefillWorkers, "prefill workers (mode disagg)")
+	fl.IntVar(&q.DecodeWorkers, "decode-workers", q.DecodeWorkers, "decode workers (mode disagg)")
+	fl.BoolVar(sameNode, "same-node", false, "prefill and decode share a node or NVLink domain (default: when they fit in one)")
+	fl.IntVar(&q.ISL, "isl", q.ISL, "input (prompt) tokens per request")
+	fl.IntVar(&q.OSL, "osl", q.OSL, "output tokens per request")
+	fl.IntVar(&q.Concurrency, "concurrency", q.Concurrency, "concurrent users, each sending its next request when the last ends")
+	fl.IntVar(&q.MaxBatchedTokens, "max-batched-tokens", 0, "token budget of one engine iteration (default: the backend's)")
+	fl.IntVar(&q.MaxSeqs, "max-seqs", 0, "sequences per iteration (default: the backend's)")
+	fl.Float64Var(&q.GPUMemoryUtilization, "gpu-memory-utilization", 0, "share of GPU memory the engine uses (default: the backend's)")
+}
+
+// runBatch answers a JSONL file of queries, in order, on all cores. Each
+// line starts from the command's flags, so shared settings need not repeat.
+func runBatch(g *globals, env estimate.Env, base estimate.Query, file string, f output.Format) error {
+	var r io.Reader = os.Stdin
+	if file != "-" {
+		fh, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("-f: %w", err)
+		}
+		defer fh.Close()
+		r = fh
+	}
+	var lines [][]byte
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		lines = append(lines, append([]byte(nil), sc.Bytes()...))
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("-f %s: %w", file, err)
+	}
+	results := make(lineResults, len(lines))
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i] = answerLine(env, base, lines[i], i+1)
+			}
+		}()
+	}
+	for i := range lines {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	g.log.Debug("batch estimate done", "queries", len(lines))
+	return output.Write(g.stdout, f, results)
+}
+
+func answerLine(env estimate.Env, base estimate.Query, line []byte, n int) lineResult {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return lineResult{err: fmt.Errorf("line %d: empty line; want a JSON object", n)}
+	}
+	q := base
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&q); err != nil {
+		return lineResult{err: fmt.Errorf("line %d: %w (keys are estimate's flag names with _ for -)", n, err)}
+	}
+	out, err := estimate.Run(env, q, serving.Options{})
+	if err != nil {
+		if out != nil {
+			out.Error = err.Error()
+			return lineResult{out: out, err: err}
+		}
+		return lineResult{err: fmt.Errorf("line %d: %w", n, err)}
+	}
+	return lineResult{out: out}
+}

@@ -1,0 +1,398 @@
+// Package engine runs one serving engine's scheduler iteration by
+// iteration in simulated time: continuous batching, chunked prefill under a
+// token budget, a sequence cap and KV-cache admission. Iteration times come
+// from a Cost (the performance model). Runs of identical decode iterations
+// are fast-forwarded in closed form, so cost grows with the number of
+// scheduling events, not with the number of generated tokens.
+//
+// The package is pure: time is a float64 of simulated seconds passed in by
+// the caller, and nothing here reads a clock or does I/O.
+package engine
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// Role is what part of serving an engine does.
+type Role int
+
+// Roles.
+const (
+	// Aggregated engines prefill and decode.
+	Aggregated Role = iota
+	// Prefill engines compute the prompt and the first token, then hand the request off.
+	Prefill
+	// Decode engines receive a prefilled request and generate the rest.
+	Decode
+)
+
+func (r Role) String() string {
+	switch r {
+	case Prefill:
+		return "prefill"
+	case Decode:
+		return "decode"
+	}
+	return "agg"
+}
+
+// Cost is what the engine needs from the performance model. StepTime must be
+// FixedStepTime(b) + DecodeCtxCost()*b.DecodeCtx.
+type Cost interface {
+	FixedStepTime(b perf.Batch) float64
+	DecodeCtxCost() float64
+}
+
+// Config sets the scheduler limits.
+type Config struct {
+	Role Role
+	// MaxBatchedTokens is the token budget of one iteration (decodes count one each).
+	MaxBatchedTokens int
+	// MaxSeqs caps the sequences admitted at once.
+	MaxSeqs int
+	// KVTokens is the KV-cache capacity. Blocks are allocated as tokens are
+	// computed; when a decode step would overflow, the newest request is
+	// preempted and later recomputed (vLLM's recompute policy).
+	KVTokens int
+	// NoFastForward simulates every decode iteration one by one. It exists so
+	// tests can check the closed-form fast-forward against the plain loop.
+	NoFastForward bool
+}
+
+// Request is one inference request as the engine sees it.
+type Request struct {
+	ID       int64
+	ISL, OSL int
+	// Arrival is when the request reached this engine.
+	Arrival float64
+	// FirstToken and Finish are set by the engine (Finish is the hand-off time for prefill engines).
+	FirstToken float64
+	Finish     float64
+	// Worker is an opaque tag the caller may use (which engine served it).
+	Worker int
+
+	// Preemptions counts how often the request was evicted and recomputed.
+	Preemptions int
+
+	target      int // prompt tokens to (re)compute: ISL, or ISL+generated after a preemption
+	prefilled   int
+	generated   int
+	finishStep  int64
+	ctxAtJoin   int
+	stepAtJoin  int64
+	heapIndex   int
+	chunkThisIt int
+}
+
+// Sink receives request events in time order.
+type Sink interface {
+	FirstToken(r *Request, t float64)
+	Finished(r *Request, t float64)
+}
+
+// Engine is one serving engine instance.
+type Engine struct {
+	cfg  Config
+	cost Cost
+	sink Sink
+	ctxC float64
+
+	waiting    fifo
+	prefilling []*Request
+	decoding   decodeHeap
+	decodeStep int64
+	ctxSum     float64
+	kvPrefill  int // KV held by prefilling requests
+
+	// Preemptions counts evictions.
+	Preemptions int64
+
+	busy      bool
+	itStart   float64
+	itEnd     float64
+	itSteps   int64 // decode steps in this iteration (>1 when fast-forwarding)
+	itFixed   float64
+	itCtxSum  float64
+	itDecodes int
+	itChunks  []*Request
+
+	// Iterations counts simulated iterations, each fast-forwarded step included.
+	Iterations int64
+	busyTime   float64
+}
+
+// New creates an idle engine that reports request events to sink.
+func New(cfg Config, cost Cost, sink Sink) (*Engine, error) {
+	if cfg.MaxBatchedTokens < 1 || cfg.MaxSeqs < 1 {
+		return nil, fmt.Errorf("engine: maxBatchedTokens and maxSeqs must be >= 1")
+	}
+	if cfg.KVTokens < 1 {
+		return nil, fmt.Errorf("engine: kvTokens must be >= 1")
+	}
+	return &Engine{cfg: cfg, cost: cost, sink: sink, ctxC: cost.DecodeCtxCost()}, nil
+}
+
+// Role returns the engine's role.
+func (e *Engine) Role() Role { return e.cfg.Role }
+
+// Running is the number of admitted requests; Waiting those queued for admission.
+func (e *Engine) Running() int { return len(e.prefilling) + len(e.decoding) }
+
+// Waiting is the number of requests not yet admitted.
+func (e *Engine) Waiting() int { return e.waiting.len() }
+
+// KVUsed is the reserved share of the KV cache, 0..1.
+func (e *Engine) KVUsed() float64 { return e.kvUsed() / float64(e.cfg.KVTokens) }
+
+func (e *Engine) kvUsed() float64 { return e.ctxSum + float64(e.kvPrefill) }
+
+// BusyTime is the simulated time spent in iterations so far.
+func (e *Engine) BusyTime() float64 { return e.busyTime }
+
+// Fits reports whether a request of this size can ever be admitted.
+func (e *Engine) Fits(isl, osl int) bool { return isl+osl <= e.cfg.KVTokens }
+
+// NextEvent is the time the current iteration ends, +Inf when idle.
+func (e *Engine) NextEvent() float64 {
+	if !e.busy {
+		return math.Inf(1)
+	}
+	return e.itEnd
+}
+
+// Submit hands a request to the engine at time now. A request too large for
+// the KV cache is rejected with an error rather than queued forever.
+func (e *Engine) Submit(r *Request, now float64) error {
+	if !e.Fits(r.ISL, r.OSL) {
+		return fmt.Errorf("request %d: %d prompt + %d output tokens exceed the engine's KV cache of %d tokens", r.ID, r.ISL, r.OSL, e.cfg.KVTokens)
+	}
+	if r.ISL < 1 || r.OSL < 1 {
+		return fmt.Errorf("request %d: isl and osl must be >= 1", r.ID)
+	}
+	r.Arrival = now
+	r.prefilled, r.generated, r.target = 0, 0, r.ISL
+	e.waiting.push(r)
+	if !e.busy {
+		e.start(now)
+	} else if e.itSteps > 1 {
+		e.truncate(now)
+	}
+	return nil
+}
+
+// Advance completes the iteration ending at NextEvent, emits its events and
+// starts the next one.
+func (e *Engine) Advance() {
+	sink := e.sink
+	if !e.busy {
+		return
+	}
+	t := e.itEnd
+	e.busy = false
+	e.busyTime += t - e.itStart
+	e.Iterations += e.itSteps
+	if e.itDecodes > 0 {
+		e.decodeStep += e.itSteps
+		e.ctxSum += float64(e.itSteps) * float64(e.itDecodes)
+		for len(e.decoding) > 0 && e.decoding[0].finishStep <= e.decodeStep {
+			r := heap.Pop(&e.decoding).(*Request)
+			e.ctxSum -= float64(r.ctxAtJoin) + float64(e.decodeStep-r.stepAtJoin)
+			r.Finish = t
+			sink.Finished(r, t)
+		}
+	}
+	for _, r := range e.itChunks {
+		r.prefilled += r.chunkThisIt
+		e.kvPrefill += r.chunkThisIt
+		r.chunkThisIt = 0
+		if r.prefilled < r.target {
+			continue
+		}
+		e.removePrefilling(r)
+		e.kvPrefill -= r.prefilled
+		if r.generated == 0 {
+			r.generated = 1
+			r.FirstToken = t
+			sink.FirstToken(r, t)
+		}
+		if e.cfg.Role == Prefill || r.generated >= r.OSL {
+			r.Finish = t
+			sink.Finished(r, t)
+			continue
+		}
+		e.joinDecode(r, r.target+1, r.OSL-r.generated)
+	}
+	e.itChunks = e.itChunks[:0]
+	e.start(t)
+}
+
+func (e *Engine) joinDecode(r *Request, ctx, remaining int) {
+	r.ctxAtJoin = ctx
+	r.stepAtJoin = e.decodeStep
+	r.finishStep = e.decodeStep + int64(remaining)
+	e.ctxSum += float64(ctx)
+	heap.Push(&e.decoding, r)
+}
+
+// preemptNewest evicts the most recently joined decoding request; it is
+// recomputed from its prompt and the tokens it already generated.
+func (e *Engine) preemptNewest() {
+	newest := 0
+	for i, r := range e.decoding {
+		if r.stepAtJoin > e.decoding[newest].stepAtJoin || r.stepAtJoin == e.decoding[newest].stepAtJoin && r.ID > e.decoding[newest].ID {
+			newest = i
+		}
+	}
+	r := heap.Remove(&e.decoding, newest).(*Request)
+	done := int(e.decodeStep - r.stepAtJoin)
+	e.ctxSum -= float64(r.ctxAtJoin + done)
+	r.generated += done
+	r.target = r.ISL + r.generated
+	r.prefilled = 0
+	r.Preemptions++
+	e.Preemptions++
+	e.waiting.pushFront(r)
+}
+
+func (e *Engine) removePrefilling(r *Request) {
+	for i, p := range e.prefilling {
+		if p == r {
+			copy(e.prefilling[i:], e.prefilling[i+1:])
+			e.prefilling = e.prefilling[:len(e.prefilling)-1]
+			return
+		}
+	}
+}
+
+// admit moves waiting requests in FCFS order into the running set while a
+// sequence slot is free and the cache holds their prompt with headroom for
+// one decode step of everyone running.
+func (e *Engine) admit(now float64) {
+	for e.waiting.len() > 0 {
+		r := e.waiting.peek()
+		need := float64(r.target - r.prefilled)
+		if e.cfg.Role == Decode {
+			need = float64(r.ISL + 1)
+		}
+		if e.Running() >= e.cfg.MaxSeqs || e.kvUsed()+float64(e.kvPrefillPending())+need+float64(len(e.decoding)+1) > float64(e.cfg.KVTokens) {
+			return
+		}
+		e.waiting.pop()
+		if e.cfg.Role == Decode {
+			// The prompt's KV arrived with the request; the first token came from the prefill engine.
+			if r.generated == 0 {
+				r.generated = 1
+			}
+			if r.generated >= r.OSL {
+				r.Finish = now
+				e.sink.Finished(r, now)
+				continue
+			}
+			e.joinDecode(r, r.ISL+r.generated, r.OSL-r.generated)
+			continue
+		}
+		e.prefilling = append(e.prefilling, r)
+	}
+}
+
+// kvPrefillPending is the prompt KV that admitted requests will still allocate.
+func (e *Engine) kvPrefillPending() int {
+	n := 0
+	for _, r := range e.prefilling {
+		n += r.target - r.prefilled
+	}
+	return n
+}
+
+func (e *Engine) start(now float64) {
+	// A decode step adds one token per sequence: evict until it fits.
+	for len(e.decoding) > 0 && e.kvUsed()+float64(len(e.decoding)) > float64(e.cfg.KVTokens) {
+		e.preemptNewest()
+	}
+	e.admit(now)
+	decodes := len(e.decoding)
+	budget := e.cfg.MaxBatchedTokens - decodes
+	var b perf.Batch
+	b.DecodeSeqs = decodes
+	b.DecodeCtx = e.ctxSum
+	b.Sampled = decodes
+	for _, r := range e.prefilling {
+		if budget <= 0 {
+			break
+		}
+		c := min(r.target-r.prefilled, budget)
+		budget -= c
+		r.chunkThisIt = c
+		e.itChunks = append(e.itChunks, r)
+		ctx := float64(r.prefilled)
+		b.PrefillTokens += c
+		b.PrefillSeqs++
+		b.PrefillCtx += ctx
+		b.PrefillPairs += float64(c) * (ctx + float64(c)/2)
+		if r.prefilled+c == r.target {
+			b.Sampled++
+		}
+	}
+	if decodes == 0 && len(e.itChunks) == 0 {
+		return // idle
+	}
+	e.busy = true
+	e.itStart = now
+	e.itDecodes = decodes
+	e.itCtxSum = e.ctxSum
+	e.itSteps = 1
+	e.itFixed = e.cost.FixedStepTime(b)
+	if len(e.itChunks) == 0 && !e.cfg.NoFastForward {
+		// Decode-only: identical iterations until the next completion or
+		// until the cache is full.
+		e.itSteps = max(1, e.decoding[0].finishStep-e.decodeStep)
+		if room := int64((float64(e.cfg.KVTokens) - e.kvUsed()) / float64(decodes)); room < e.itSteps {
+			e.itSteps = max(1, room)
+		}
+	}
+	e.itEnd = now + e.elapsed(e.itSteps)
+}
+
+// elapsed is the time of the first k decode-only steps of the current iteration.
+func (e *Engine) elapsed(k int64) float64 {
+	kf := float64(k)
+	return kf*e.itFixed + e.ctxC*(kf*e.itCtxSum+float64(e.itDecodes)*kf*(kf-1)/2)
+}
+
+// truncate ends a fast-forwarded run at the first step boundary at or after
+// now, so that a new arrival joins the next iteration as it would live.
+func (e *Engine) truncate(now float64) {
+	dt := now - e.itStart
+	if dt <= 0 {
+		e.itSteps = 1
+		e.itEnd = e.itStart + e.elapsed(1)
+		return
+	}
+	// Solve a*k^2 + b*k = dt for the step in progress.
+	a := e.ctxC * float64(e.itDecodes) / 2
+	b := e.itFixed + e.ctxC*e.itCtxSum - a
+	var k float64
+	if a > 0 {
+		k = (-b + math.Sqrt(b*b+4*a*dt)) / (2 * a)
+	} else {
+		k = dt / b
+	}
+	steps := int64(math.Ceil(k - 1e-9))
+	for steps > 1 && e.elapsed(steps-1) >= dt {
+		steps--
+	}
+	for e.elapsed(steps) < dt {
+		steps++
+	}
+	if steps < 1 {
+		steps = 1
+	}
+	if steps < e.itSteps {
+		e.itSteps = steps
+		e.itEnd = e.itStart + e.elapsed(steps)
+	}
+}

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// linearCost is a transparent cost: a fixed part per iteration, per token
+// and per context token, so expected times can be computed by hand.
+type linearCost struct{ base, perToken, perCtx float64 }
+
+func (c linearCost) FixedStepTime(b perf.Batch) float64 {
+	return c.base + c.perToken*float64(b.PrefillTokens+b.DecodeSeqs)
+}
+func (c linearCost) DecodeCtxCost() float64 { return c.perCtx }
+
+type recorder struct {
+	first, done map[int64]float64
+	order       []int64
+}
+
+func newRecorder() *recorder {
+	return &recorder{first: map[int64]float64{}, done: map[int64]float64{}}
+}
+func (r *recorder) FirstToken(q *Request, t float64) { r.first[q.ID] = t }
+func (r *recorder) Finished(q *Request, t float64) {
+	r.done[q.ID] = t
+	r.order = append(r.order, q.ID)
+}
+
+func drain(t *testing.T, e *Engine) {
+	t.Helper()
+	for i := 0; !math.IsInf(e.NextEvent(), 1); i++ {
+		if i > 10_000_000 {
+			t.Fatal("engine did not drain")
+		}
+		e.Advance()
+	}
+}
+
+func TestSingleRequestTiming(t *testing.T) {
+	cost := linearCost{base: 0.001, perToken: 1e-5, perCtx: 1e-7}
+	rec := newRecorder()
+	e, err := New(Config{MaxBatchedTokens: 512, MaxSeqs: 8, KVTokens: 10000}, cost, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Submit(&Request{ID: 1, ISL: 1000, OSL: 4}, 0); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, e)
+	// Prefill: chunks of 512 and 488 tokens.
+	wantFirst := (0.001 + 512e-5) + (0.001 + 488e-5)
+	if d := rec.first[1] - wantFirst; math.Abs(d) > 1e-12 {
+		t.Fatalf("first token at %g, want %g", rec.first[1], wantFirst)
+	}
+	// Three decode steps with context 1001, 1002, 1003.
+	want := wantFirst
+	for ctx := 1001; ctx <= 1003; ctx++ {
+		want += 0.001 + 1e-5 + 1e-7*float64(ctx)
+	}
+	if d := rec.done[1] - want; math.Abs(d) > 1e-12 {
+		t.Fatalf("finished at %g, want %g", rec.done[1], want)
+	}
+}
+
+// TestFastForwardMatchesPlainLoop is the brute-force oracle for the
+// closed-form fast-forward: random arrivals and sizes, both engines must
+// produce the same event times.
+func TestFastForwardMatchesPlainLoop(t *testing.T) {
+	for seed := uint64(1); seed <= 30; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		cfg := Config{MaxBatchedTokens: 64 + rng.IntN(2048), MaxSeqs: 1 + rng.IntN(32), KVTokens: 4000 + rng.IntN(40000)}
+		cost := linearCost{base: 1e-3 * rng.Float64(), perToken: 1e-5 * rng.Float64(), perCtx: 1e-7 * rng.Float64()}
+		type arrival struct {
+			at       float64
+			isl, osl int
+		}
+		var arr []arrival
+		at := 0.0
+		for i := 0; i < 60; i++ {
+			at += rng.ExpFloat64() * 0.05
+			arr = append(arr, arrival{at, 1 + rng.IntN(1500), 1 + rng.IntN(300)})
+		}
+		run := func(noFF bool) *recorder {
+			rec := newRecorder()
+			c := cfg
+			c.NoFastForward = noFF
+			e, err := New(c, cost, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range arr {
+				for e.NextEvent() <= a.at {
+					e.Advance()
+				}
+				if err := e.Submit(&Request{ID: int64(i), ISL: a.isl, OSL: a.osl}, a.at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			drain(t, e)
+			return rec
+		}
+		ff, plain := run(false), run(true)
+		if len(ff.done) != len(arr) || len(plain.done) != len(arr) {
+			t.Fatalf("seed %d: completed %d / %d of %d", seed, len(ff.done), len(plain.done), len(arr))
+		}
+		for id, want := range plain.done {
+			if got := ff.done[id]; math.Abs(got-want) > 1e-9*math.Max(1, want) {
+				t.Fatalf("seed %d request %d: finish %.12f with fast-forward, %.12f without", seed, id, got, want)
+			}
+			if got, want := ff.first[id], plain.first[id]; math.Abs(got-want) > 1e-9*math.Max(1, want) {
+				t.Fatalf("seed %d request %d: first token %.12f vs %.12f", seed, id, got, want)
+			}
+		}
+	}
+}
+
+func TestPreemptionKeepsEveryRequest(t *testing.T) {
+	rec := newRecorder()
+	// 8 requests of 600+400 tokens cannot all grow in a 4000-token cache.
+	e, err := New(Config{MaxBatchedTokens: 4096, MaxSeqs: 64, KVTokens: 4000}, linearCost{1e-3, 1e-6, 1e-9}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 8; i++ {
+		if err := e.Submit(&Request{ID: int64(i), ISL: 600, OSL: 400}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, e)
+	if len(rec.done) != 8 {
+		t.Fatalf("%d of 8 requests finished", len(rec.done))
+	}
+	if e.Preemptions == 0 {
+		t.Fatal("expected preemptions with an undersized cache")
+	}
+	if e.KVUsed() != 0 {
+		t.Fatalf("cache not empty after drain: %g", e.KVUsed())
+	}
+}
+
+func TestRolesAndRejections(t *testing.T) {
+	cost := linearCost{1e-3, 1e-5, 0}
+	rec := newRecorder()
+	p, _ := New(Config{Role: Prefill, MaxBatchedTokens: 256, MaxSeqs: 4, KVTokens: 1000}, cost, rec)
+	if err := p.Submit(&Request{ID: 1, ISL: 300, OSL: 50}, 0); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, p)
+	if rec.first[1] != rec.done[1] || rec.done[1] == 0 {
+		t.Fatalf("prefill engine should hand off at the first token: first %g done %g", rec.first[1], rec.done[1])
+	}
+	if err := p.Submit(&Request{ID: 2, ISL: 900, OSL: 200}, 1); err == nil {
+		t.Fatal("a request larger than the cache must be rejected")
+	}
+	rec = newRecorder()
+	d, _ := New(Config{Role: Decode, MaxBatchedTokens: 256, MaxSeqs: 4, KVTokens: 1000}, cost, rec)
+	if err := d.Submit(&Request{ID: 3, ISL: 300, OSL: 11}, 0); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, d)
+	// Ten decode steps of one token each.
+	if want := 10 * (1e-3 + 1e-5); math.Abs(rec.done[3]-want) > 1e-12 {
+		t.Fatalf("decode finished at %g, want %g", rec.done[3], want)
+	}
+	if _, err := New(Config{MaxBatchedTokens: 0, MaxSeqs: 1, KVTokens: 1}, cost, rec); err == nil {
+		t.Fatal("zero token budget must be rejected")
+	}
+}

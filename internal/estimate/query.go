@@ -1,0 +1,217 @@
+// Package estimate turns a user's query (model, device, parallelism,
+// workload) into a serving estimate. It is the pure core behind
+// `gpuplane estimate` and the calibration.
+package estimate
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/serving"
+)
+
+// Query is one estimate request. JSON keys are the CLI flag names with "_"
+// for "-", so a JSONL file of queries reads like a list of command lines.
+type Query struct {
+	Model                string  `json:"model"`
+	GPU                  string  `json:"gpu"`
+	Slice                string  `json:"slice,omitempty"`
+	Precision            string  `json:"precision,omitempty"`
+	KVPrecision          string  `json:"kv_precision,omitempty"`
+	Backend              string  `json:"backend,omitempty"`
+	Mode                 string  `json:"mode,omitempty"`
+	TP                   int     `json:"tp,omitempty"`
+	PP                   int     `json:"pp,omitempty"`
+	EP                   int     `json:"ep,omitempty"`
+	Workers              int     `json:"workers,omitempty"`
+	PrefillTP            int     `json:"prefill_tp,omitempty"`
+	DecodeTP             int     `json:"decode_tp,omitempty"`
+	PrefillPP            int     `json:"prefill_pp,omitempty"`
+	DecodePP             int     `json:"decode_pp,omitempty"`
+	PrefillWorkers       int     `json:"prefill_workers,omitempty"`
+	DecodeWorkers        int     `json:"decode_workers,omitempty"`
+	SameNode             *bool   `json:"same_node,omitempty"`
+	ISL                  int     `json:"isl"`
+	OSL                  int     `json:"osl"`
+	Concurrency          int     `json:"concurrency"`
+	MaxBatchedTokens     int     `json:"max_batched_tokens,omitempty"`
+	MaxSeqs              int     `json:"max_seqs,omitempty"`
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+}
+
+// Defaults are the embedded defaults: the reference scenario's model and
+// workload on one H100.
+func Defaults() Query {
+	return Query{Model: "Qwen/Qwen3-32B", GPU: "h100_sxm", Precision: "fp8", Backend: "vllm", Mode: "agg",
+		TP: 1, PP: 1, Workers: 1, PrefillWorkers: 1, DecodeWorkers: 1, ISL: 4000, OSL: 500, Concurrency: 32}
+}
+
+// Fill sets unset fields from d.
+func (q *Query) Fill(d Query) {
+	setS := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	setI := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setS(&q.Model, d.Model)
+	setS(&q.GPU, d.GPU)
+	setS(&q.Backend, d.Backend)
+	setS(&q.Mode, d.Mode)
+	setI(&q.ISL, d.ISL)
+	setI(&q.OSL, d.OSL)
+	setI(&q.Concurrency, d.Concurrency)
+	setI(&q.Workers, 1)
+	setI(&q.PrefillWorkers, 1)
+	setI(&q.DecodeWorkers, 1)
+}
+
+// Env is what an estimate reads: the catalog and the model parameters.
+type Env struct {
+	Catalog *catalog.Catalog
+	Params  *perf.Params
+}
+
+// Output is an estimate together with the query it answers.
+type Output struct {
+	*serving.Result
+	Model     string `json:"model"`
+	Device    string `json:"device"`
+	Backend   string `json:"backend"`
+	Precision string `json:"precision"`
+	KV        string `json:"kv_precision"`
+	TP        int    `json:"tp,omitempty"`
+	PP        int    `json:"pp,omitempty"`
+	PrefillTP int    `json:"prefill_tp,omitempty"`
+	DecodeTP  int    `json:"decode_tp,omitempty"`
+	Prefill   int    `json:"prefill_workers,omitempty"`
+	Decode    int    `json:"decode_workers,omitempty"`
+	Workers   int    `json:"workers,omitempty"`
+	ISL       int    `json:"isl"`
+	OSL       int    `json:"osl"`
+	Error     string `json:"error,omitempty"`
+}
+
+// baseConfig resolves the query's model, device, backend and precisions.
+func baseConfig(env Env, q Query) (perf.Config, error) {
+	m, err := env.Catalog.Model(q.Model)
+	if err != nil {
+		return perf.Config{}, fmt.Errorf("model: %w", err)
+	}
+	dev, err := env.Catalog.Device(q.GPU, q.Slice)
+	if err != nil {
+		return perf.Config{}, fmt.Errorf("gpu: %w", err)
+	}
+	be, err := perf.ParseBackend(q.Backend)
+	if err != nil {
+		return perf.Config{}, fmt.Errorf("backend: %w", err)
+	}
+	var wp, kvp catalog.Precision
+	if q.Precision != "" {
+		if wp, err = catalog.ParsePrecision(q.Precision); err != nil {
+			return perf.Config{}, fmt.Errorf("precision: %w", err)
+		}
+	}
+	if q.KVPrecision != "" {
+		if kvp, err = catalog.ParsePrecision(q.KVPrecision); err != nil {
+			return perf.Config{}, fmt.Errorf("kv_precision: %w", err)
+		}
+	}
+	return perf.Config{Model: m, Device: dev, Backend: be, Weights: wp, KV: kvp, EP: q.EP,
+		MaxBatchedTokens: q.MaxBatchedTokens, MaxSeqs: q.MaxSeqs, MemoryUtilization: q.GPUMemoryUtilization}, nil
+}
+
+// Run answers one query. When the model does not fit, the returned Output
+// has Fits=false and the error is a *perf.FitError with a suggestion.
+func Run(env Env, q Query, opt serving.Options) (*Output, error) {
+	base, err := baseConfig(env, q)
+	if err != nil {
+		return nil, err
+	}
+	dev := base.Device
+	wl := serving.Workload{ISL: q.ISL, OSL: q.OSL, Concurrency: q.Concurrency}
+	out := &Output{Model: base.Model.Name, Device: dev.Name(), Backend: string(base.Backend), ISL: q.ISL, OSL: q.OSL}
+	var res *serving.Result
+	var cfgUsed perf.Config
+	switch q.Mode {
+	case "", "agg":
+		if q.PrefillTP != 0 || q.DecodeTP != 0 {
+			return nil, fmt.Errorf("prefill_tp/decode_tp: only with mode disagg; use tp for mode agg")
+		}
+		cfg := base
+		cfg.TP, cfg.PP = q.TP, q.PP
+		w, err := perf.NewWorker(cfg, env.Params)
+		if err != nil {
+			return nil, err
+		}
+		cfgUsed = w.Config()
+		out.TP, out.PP, out.Workers = cfgUsed.TP, cfgUsed.PP, max(q.Workers, 1)
+		res, err = serving.Aggregated(w, max(q.Workers, 1), wl, opt)
+		if err = fitHint(err, cfgUsed, env, q.ISL+q.OSL); err != nil && res == nil {
+			return nil, err
+		}
+		out.Result = res
+		out.Precision, out.KV = string(cfgUsed.Weights), string(cfgUsed.KV)
+		return out, err
+	case "disagg":
+		if q.TP > 1 {
+			return nil, fmt.Errorf("tp: mode disagg takes prefill_tp and decode_tp instead")
+		}
+		pc, dc := base, base
+		pc.TP, pc.PP = max(q.PrefillTP, 1), q.PrefillPP
+		dc.TP, dc.PP = max(q.DecodeTP, 1), q.DecodePP
+		pw, err := perf.NewWorker(pc, env.Params)
+		if err != nil {
+			return nil, fmt.Errorf("prefill: %w", err)
+		}
+		dw, err := perf.NewWorker(dc, env.Params)
+		if err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
+		}
+		same := pc.TP*q.PrefillWorkers+dc.TP*q.DecodeWorkers <= dev.GPU.MaxTP()
+		if q.SameNode != nil {
+			same = *q.SameNode
+		}
+		cfgUsed = dw.Config()
+		out.PrefillTP, out.DecodeTP = pw.Config().TP, cfgUsed.TP
+		out.Prefill, out.Decode = q.PrefillWorkers, q.DecodeWorkers
+		res, err = serving.Disaggregated(serving.Disagg{Prefill: pw, Decode: dw, PrefillWorkers: q.PrefillWorkers,
+			DecodeWorkers: q.DecodeWorkers, SameDomain: same}, wl, opt)
+		if err = fitHint(err, cfgUsed, env, q.ISL+q.OSL); err != nil && res == nil {
+			return nil, err
+		}
+		out.Result = res
+		out.Precision, out.KV = string(cfgUsed.Weights), string(cfgUsed.KV)
+		return out, err
+	}
+	return nil, fmt.Errorf("mode: %q is not agg or disagg", q.Mode)
+}
+
+func fitHint(err error, cfg perf.Config, env Env, seq int) error {
+	var fe *perf.FitError
+	if errors.As(err, &fe) && fe.Suggestion == "" {
+		fe.Suggestion = perf.SuggestFit(cfg, env.Params, env.Catalog, seq)
+	}
+	return err
+}
+
+// MaxConcurrency is the largest number of requests of the query's size
+// that one aggregated worker admits at once (KV cache and sequence cap).
+func MaxConcurrency(env Env, q Query) (int, error) {
+	cfg, err := baseConfig(env, q)
+	if err != nil {
+		return 0, err
+	}
+	cfg.TP, cfg.PP = q.TP, q.PP
+	w, err := perf.NewWorker(cfg, env.Params)
+	if err != nil {
+		return 0, err
+	}
+	return min(w.Config().MaxSeqs, w.Memory().KVTokens/(q.ISL+q.OSL)), nil
+}

@@ -1,0 +1,131 @@
+// Package perf is gpuplane's analytic performance model: the time of one
+// engine iteration from its batch composition, and the memory a worker needs.
+// It is pure: no I/O, no clock.
+package perf
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+// Backend is a serving engine.
+type Backend string
+
+// Supported backends.
+const (
+	VLLM   Backend = "vllm"
+	SGLang Backend = "sglang"
+	TRTLLM Backend = "trtllm"
+)
+
+// Backends lists the supported backends.
+var Backends = []Backend{VLLM, SGLang, TRTLLM}
+
+// ParseBackend accepts the backends' common spellings.
+func ParseBackend(s string) (Backend, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "vllm":
+		return VLLM, nil
+	case "sglang":
+		return SGLang, nil
+	case "trtllm", "tensorrt-llm", "tensorrt_llm", "trt-llm":
+		return TRTLLM, nil
+	}
+	return "", fmt.Errorf("unknown backend %q: use vllm, sglang or trtllm", s)
+}
+
+// Config is one serving worker: a model on TP x PP devices of one kind.
+type Config struct {
+	Model   *catalog.Model
+	Device  catalog.Device
+	Backend Backend
+	// Weights is the precision of the linear layers; KV that of the cache.
+	Weights catalog.Precision
+	KV      catalog.Precision
+	TP, PP  int
+	// EP > 1 distributes experts over EP ranks (all-to-all) instead of splitting each expert by TP.
+	EP int
+	// MaxBatchedTokens and MaxSeqs override the backend defaults when > 0.
+	MaxBatchedTokens int
+	MaxSeqs          int
+	// MemoryUtilization overrides the backend default when > 0.
+	MemoryUtilization float64
+}
+
+// GPUs is the number of devices one worker uses.
+func (c *Config) GPUs() int { return c.TP * c.PP }
+
+func (c *Config) normalise(p *Params) error {
+	if c.Model == nil || c.Device.GPU == nil {
+		return fmt.Errorf("config: model and device are required")
+	}
+	if c.Backend == "" {
+		c.Backend = VLLM
+	}
+	bp, ok := p.Backends[c.Backend]
+	if !ok {
+		return fmt.Errorf("backend %q has no parameters", c.Backend)
+	}
+	if c.Weights == "" {
+		c.Weights = c.Model.NativeDtype
+		if c.Weights == "" {
+			c.Weights = catalog.BF16
+		}
+	}
+	if c.KV == "" {
+		c.KV = catalog.BF16
+		if bp.KVFollowsWeights && c.Weights != catalog.BF16 {
+			c.KV = catalog.FP8
+		}
+	}
+	if c.TP == 0 {
+		c.TP = 1
+	}
+	if c.PP == 0 {
+		c.PP = 1
+	}
+	if c.EP == 0 {
+		c.EP = 1
+	}
+	switch {
+	case c.TP < 1 || c.TP&(c.TP-1) != 0:
+		return fmt.Errorf("tp: %d must be a power of two (1, 2, 4, 8, ...)", c.TP)
+	case c.PP < 1:
+		return fmt.Errorf("pp: %d must be >= 1", c.PP)
+	case c.PP > c.Model.Layers:
+		return fmt.Errorf("pp: %d exceeds the model's %d layers", c.PP, c.Model.Layers)
+	case c.EP < 1 || c.TP%c.EP != 0:
+		return fmt.Errorf("ep: %d must divide tp (%d)", c.EP, c.TP)
+	case c.EP > 1 && c.Model.MoE == nil:
+		return fmt.Errorf("ep: %d needs a mixture-of-experts model; %s is dense", c.EP, c.Model.Name)
+	case c.EP > 1 && c.Model.MoE.Experts%c.EP != 0:
+		return fmt.Errorf("ep: %d must divide the %d experts", c.EP, c.Model.MoE.Experts)
+	}
+	if !c.Device.Whole() && c.TP*c.PP > 1 {
+		return fmt.Errorf("tp x pp = %d on %s: slices (MIG, vGPU) have no peer-to-peer links, so a worker on slices must use tp=1 pp=1", c.TP*c.PP, c.Device.Name())
+	}
+	if c.TP > c.Device.GPU.MaxTP() {
+		return fmt.Errorf("tp: %d exceeds the %d GPUs a %s node or NVLink domain has; use pp across nodes", c.TP, c.Device.GPU.MaxTP(), c.Device.GPU.Name)
+	}
+	if heads := c.Model.AttentionHeads; heads%c.TP != 0 {
+		return fmt.Errorf("tp: %d must divide the model's %d attention heads", c.TP, heads)
+	}
+	if c.MaxBatchedTokens == 0 {
+		c.MaxBatchedTokens = bp.MaxBatchedTokens
+	}
+	if c.MaxSeqs == 0 {
+		c.MaxSeqs = bp.MaxSeqs
+	}
+	if c.MemoryUtilization == 0 {
+		c.MemoryUtilization = bp.MemoryUtilization
+	}
+	if c.MaxBatchedTokens < 1 || c.MaxSeqs < 1 {
+		return fmt.Errorf("max-batched-tokens and max-seqs must be >= 1")
+	}
+	if c.MemoryUtilization <= 0 || c.MemoryUtilization > 1 {
+		return fmt.Errorf("gpu-memory-utilization: %g must be in (0, 1]", c.MemoryUtilization)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package perf
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+// Params are the calibrated efficiencies and overheads of the model. The
+// defaults are fitted by `gpuplane calibrate` on measured serving runs and
+// embedded; a user may pass their own file.
+type Params struct {
+	// Version of the file schema.
+	Version int `json:"version"`
+	// Source says how the parameters were obtained.
+	Source   string                     `json:"source,omitempty"`
+	Families map[string]*FamilyParams   `json:"families"`
+	Backends map[Backend]*BackendParams `json:"backends"`
+	Comm     CommParams                 `json:"comm"`
+}
+
+// FamilyParams are achieved fractions of peak for one GPU architecture.
+type FamilyParams struct {
+	// GEMM is the achieved fraction of dense tensor peak for large GEMMs, per compute precision.
+	GEMM map[catalog.Precision]float64 `json:"gemm"`
+	// GEMMBandwidth is the fraction of memory bandwidth weight-streaming GEMMs reach.
+	GEMMBandwidth float64 `json:"gemmBandwidth"`
+	// AttentionCompute is the fraction of bf16 peak that prefill attention reaches.
+	AttentionCompute float64 `json:"attentionCompute"`
+	// AttentionBandwidth is the fraction of memory bandwidth decode attention reaches reading the KV cache.
+	AttentionBandwidth float64 `json:"attentionBandwidth"`
+	// ElementwiseBandwidth is the fraction of bandwidth norms, activations and rotary embeddings reach.
+	ElementwiseBandwidth float64 `json:"elementwiseBandwidth"`
+}
+
+// BackendParams are a serving engine's scheduling defaults and overheads.
+type BackendParams struct {
+	// StepOverheadMs is the fixed CPU and launch cost of one engine iteration.
+	StepOverheadMs float64 `json:"stepOverheadMs"`
+	// PrefillOverheadMs is added to iterations that carry prompt tokens (no CUDA graph, more bookkeeping).
+	PrefillOverheadMs float64 `json:"prefillOverheadMs"`
+	// FrontendOverheadMs is the API server's CPU time per request (HTTP
+	// handling, request set-up, the first streamed chunk). The server handles
+	// one request at a time, so bursts queue in front of it.
+	FrontendOverheadMs float64 `json:"frontendOverheadMs"`
+	// FrontendPerTokenUs is the API server's CPU time per prompt token (tokenisation).
+	FrontendPerTokenUs float64 `json:"frontendPerTokenUs"`
+	// PerSeqOverheadUs is the per-sequence cost of an iteration (scheduling, sampling, detokenising).
+	PerSeqOverheadUs float64 `json:"perSeqOverheadUs"`
+	// AllReduceLatencyUs is the latency of one small tensor-parallel all-reduce between two GPUs.
+	AllReduceLatencyUs float64 `json:"allReduceLatencyUs"`
+	// MaxBatchedTokens is the default token budget of one iteration (chunked prefill).
+	MaxBatchedTokens int `json:"maxBatchedTokens"`
+	// MaxSeqs is the default cap on sequences in one iteration.
+	MaxSeqs int `json:"maxSeqs"`
+	// MemoryUtilization is the share of GPU memory the engine may use
+	// (of the total for vllm and sglang, of what is free after weights for trtllm).
+	MemoryUtilization float64 `json:"memoryUtilization"`
+	// MemoryOfFree selects the TensorRT-LLM semantics of MemoryUtilization.
+	MemoryOfFree bool `json:"memoryOfFree,omitempty"`
+	// ReserveGiB is memory kept for the CUDA context, graphs and communication buffers.
+	ReserveGiB float64 `json:"reserveGiB"`
+	// KVFollowsWeights stores the KV cache in fp8 when weights are quantised (TensorRT-LLM's default).
+	KVFollowsWeights bool `json:"kvFollowsWeights,omitempty"`
+}
+
+// CommParams describe the interconnects.
+type CommParams struct {
+	// AllReduceBusEfficiency is the achieved fraction of link bandwidth for large all-reduces.
+	AllReduceBusEfficiency float64 `json:"allReduceBusEfficiency"`
+	// NetworkGBps is the per-GPU scale-out bandwidth per direction (RDMA NIC).
+	NetworkGBps float64 `json:"networkGBps"`
+	// NetworkLatencyUs is the scale-out latency of one transfer.
+	NetworkLatencyUs float64 `json:"networkLatencyUs"`
+	// P2PLatencyUs is the latency of one point-to-point transfer inside a node.
+	P2PLatencyUs float64 `json:"p2pLatencyUs"`
+}
+
+//go:embed params/default.yaml
+var defaultParams []byte
+
+// DefaultParams returns the embedded calibrated parameters.
+func DefaultParams() (*Params, error) {
+	return ParseParams(defaultParams, "embedded params/default.yaml")
+}
+
+// MustDefaultParams panics if the embedded parameters are broken (a build defect).
+func MustDefaultParams() *Params {
+	p, err := DefaultParams()
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// LoadParams reads a parameter file written by `gpuplane calibrate`.
+func LoadParams(path string) (*Params, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read params: %w", err)
+	}
+	return ParseParams(b, path)
+}
+
+// ParseParams decodes and validates a parameter file.
+func ParseParams(b []byte, src string) (*Params, error) {
+	var p Params
+	if err := yaml.UnmarshalStrict(b, &p); err != nil {
+		return nil, fmt.Errorf("params %s: %w", src, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("params %s: %w", src, err)
+	}
+	return &p, nil
+}
+
+// Marshal renders the parameters as YAML.
+func (p *Params) Marshal() ([]byte, error) { return yaml.Marshal(p) }
+
+// Clone deep-copies the parameters (the fitter mutates copies).
+func (p *Params) Clone() *Params {
+	b, _ := yaml.Marshal(p)
+	var q Params
+	_ = yaml.Unmarshal(b, &q)
+	return &q
+}
+
+// Validate checks ranges so a bad file fails loudly instead of predicting nonsense.
+func (p *Params) Validate() error {
+	if p.Version != 1 {
+		return fmt.Errorf("version: got %d, want 1", p.Version)
+	}
+	for _, fam := range []string{catalog.Ampere, catalog.Ada, catalog.Hopper, catalog.Blackwell} {
+		f, ok := p.Families[fam]
+		if !ok || f == nil {
+			return fmt.Errorf("families.%s: missing", fam)
+		}
+		if f.GEMM[catalog.BF16] <= 0 {
+			return fmt.Errorf("families.%s.gemm.bf16: must be in (0, 1]", fam)
+		}
+		for k, v := range f.GEMM {
+			if v <= 0 || v > 1 {
+				return fmt.Errorf("families.%s.gemm.%s: %g must be in (0, 1]", fam, k, v)
+			}
+		}
+		for name, v := range map[string]float64{"gemmBandwidth": f.GEMMBandwidth, "attentionCompute": f.AttentionCompute,
+			"attentionBandwidth": f.AttentionBandwidth, "elementwiseBandwidth": f.ElementwiseBandwidth} {
+			if v <= 0 || v > 1 {
+				return fmt.Errorf("families.%s.%s: %g must be in (0, 1]", fam, name, v)
+			}
+		}
+	}
+	for _, b := range Backends {
+		bp, ok := p.Backends[b]
+		if !ok || bp == nil {
+			return fmt.Errorf("backends.%s: missing", b)
+		}
+		if bp.StepOverheadMs < 0 || bp.PrefillOverheadMs < 0 || bp.PerSeqOverheadUs < 0 || bp.AllReduceLatencyUs < 0 || bp.FrontendOverheadMs < 0 || bp.FrontendPerTokenUs < 0 {
+			return fmt.Errorf("backends.%s: overheads must be >= 0", b)
+		}
+		if bp.MaxBatchedTokens <= 0 || bp.MaxSeqs <= 0 {
+			return fmt.Errorf("backends.%s: maxBatchedTokens and maxSeqs must be > 0", b)
+		}
+		if bp.MemoryUtilization <= 0 || bp.MemoryUtilization > 1 {
+			return fmt.Errorf("backends.%s.memoryUtilization: must be in (0, 1]", b)
+		}
+	}
+	c := p.Comm
+	if c.AllReduceBusEfficiency <= 0 || c.AllReduceBusEfficiency > 1.5 || c.NetworkGBps <= 0 {
+		return fmt.Errorf("comm: allReduceBusEfficiency must be in (0, 1.5] (NVLink SHARP exceeds the per-link rate) and networkGBps > 0")
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package perf
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+func worker(t *testing.T, model, gpu, slice string, prec catalog.Precision, tp int) *Worker {
+	t.Helper()
+	c := catalog.MustDefault()
+	m, err := c.Model(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Device(gpu, slice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWorker(Config{Model: m, Device: d, Backend: VLLM, Weights: prec, TP: tp}, MustDefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func decodeStep(w *Worker, n, ctx int) float64 {
+	return w.StepTime(Batch{DecodeSeqs: n, DecodeCtx: float64(n * ctx), Sampled: n})
+}
+
+func prefillStep(w *Worker, tokens int) float64 {
+	t := float64(tokens)
+	return w.StepTime(Batch{PrefillTokens: tokens, PrefillSeqs: 1, PrefillPairs: t * t / 2, Sampled: 1})
+}
+
+func TestStepTimeRelations(t *testing.T) {
+	h100 := worker(t, "Qwen/Qwen3-32B", "h100_sxm", "", catalog.FP8, 1)
+	h100bf := worker(t, "Qwen/Qwen3-32B", "h100_sxm", "", catalog.BF16, 1)
+	h200 := worker(t, "Qwen/Qwen3-32B", "h200_sxm", "", catalog.FP8, 1)
+	tp2 := worker(t, "Qwen/Qwen3-32B", "h100_sxm", "", catalog.FP8, 2)
+	mig := worker(t, "Qwen/Qwen3-8B", "h100_sxm", "3g.40gb", catalog.FP8, 1)
+	whole8 := worker(t, "Qwen/Qwen3-8B", "h100_sxm", "", catalog.FP8, 1)
+	half := worker(t, "Qwen/Qwen3-8B", "rtx_pro_6000", "1/2", catalog.FP8, 1)
+	full := worker(t, "Qwen/Qwen3-8B", "rtx_pro_6000", "", catalog.FP8, 1)
+	tests := []struct {
+		name       string
+		small, big float64
+		minRatio   float64
+	}{
+		{"decode grows with batch", decodeStep(h100, 1, 1000), decodeStep(h100, 64, 1000), 1.05},
+		{"decode grows with context", decodeStep(h100, 32, 500), decodeStep(h100, 32, 8000), 1.2},
+		{"fp8 decodes faster than bf16", decodeStep(h100, 8, 1000), decodeStep(h100bf, 8, 1000), 1.4},
+		{"h200 bandwidth beats h100 in decode", decodeStep(h200, 8, 1000), decodeStep(h100, 8, 1000), 1.2},
+		{"tp2 speeds up prefill", prefillStep(tp2, 8192), prefillStep(h100, 8192), 1.5},
+		{"prefill is compute bound: 8k tokens cost far more than 1k", prefillStep(h100, 1024), prefillStep(h100, 8192), 6},
+		{"MIG 3g slice is slower than the whole GPU", prefillStep(whole8, 4096), prefillStep(mig, 4096), 1.8},
+		{"time-sliced half GPU takes nearly twice as long to decode (CPU overhead does not slice)", decodeStep(full, 8, 1000), decodeStep(half, 8, 1000), 1.6},
+	}
+	for _, tc := range tests {
+		if tc.big < tc.small*tc.minRatio {
+			t.Errorf("%s: %.3g ms vs %.3g ms, want a ratio >= %.2f", tc.name, tc.small*1e3, tc.big*1e3, tc.minRatio)
+		}
+	}
+}
+
+// TestStepTimeAffineInDecodeContext checks the property the engine's
+// fast-forward relies on.
+func TestStepTimeAffineInDecodeContext(t *testing.T) {
+	for _, model := range []string{"Qwen/Qwen3-32B", "deepseek-ai/DeepSeek-V3", "openai/gpt-oss-120b", "Qwen/Qwen3-30B-A3B"} {
+		w := worker(t, model, "b200_sxm", "", catalog.FP8, 8)
+		for _, n := range []int{1, 7, 64, 300} {
+			b := Batch{DecodeSeqs: n, Sampled: n, PrefillTokens: 100, PrefillSeqs: 1, PrefillPairs: 5000}
+			b0, b1, b2 := b, b, b
+			b1.DecodeCtx, b2.DecodeCtx = 1e5, 3e5
+			t0, t1, t2 := w.StepTime(b0), w.StepTime(b1), w.StepTime(b2)
+			if d := (t2 - t0) - 3*(t1-t0); math.Abs(d) > 1e-12 {
+				t.Errorf("%s n=%d: step time is not affine in decode context (residual %g)", model, n, d)
+			}
+			if got := (t1 - t0) / 1e5; math.Abs(got-w.DecodeCtxCost()) > 1e-15 {
+				t.Errorf("%s: slope %g, DecodeCtxCost %g", model, got, w.DecodeCtxCost())
+			}
+		}
+	}
+}
+
+func TestMemoryPlan(t *testing.T) {
+	w := worker(t, "Qwen/Qwen3-32B", "h100_sxm", "", catalog.FP8, 1)
+	m := w.Memory()
+	// 32.8B parameters in fp8 plus bf16 embeddings: about 32 GiB.
+	if m.WeightsGiB < 30 || m.WeightsGiB > 34 {
+		t.Errorf("weights %.1f GiB", m.WeightsGiB)
+	}
+	if m.KVBytesPerToken != 262144 {
+		t.Errorf("bf16 KV per token %g, want 262144", m.KVBytesPerToken)
+	}
+	tp2 := worker(t, "Qwen/Qwen3-32B", "h100_sxm", "", catalog.FP8, 2).Memory()
+	if tp2.KVBytesPerToken != m.KVBytesPerToken/2 || tp2.KVTokens < 2*m.KVTokens {
+		t.Errorf("tp2 should halve KV per token and more than double capacity: %+v vs %+v", tp2, m)
+	}
+	mla := worker(t, "deepseek-ai/DeepSeek-V3", "b200_sxm", "", catalog.FP8, 8).Memory()
+	if mla.KVBytesPerToken != 61*576*2 {
+		t.Errorf("MLA latent cache is replicated per rank: got %g bytes/token", mla.KVBytesPerToken)
+	}
+}
+
+func TestFitErrorNamesShortfallAndFix(t *testing.T) {
+	w := worker(t, "meta-llama/Llama-3.1-70B", "h100_sxm", "", catalog.BF16, 1)
+	err := w.CheckFit(4500)
+	var fe *FitError
+	if !errors.As(err, &fe) {
+		t.Fatalf("70B bf16 on one H100 should not fit, got %v", err)
+	}
+	if fe.NeedGB <= fe.HaveGB {
+		t.Fatalf("need %.1f GB should exceed have %.1f GB", fe.NeedGB, fe.HaveGB)
+	}
+	s := SuggestFit(w.Config(), MustDefaultParams(), catalog.MustDefault(), 4500)
+	if !strings.Contains(s, "--tp 2") || !strings.Contains(s, "smallest fitting device") {
+		t.Fatalf("suggestion %q should name tp 2 and a device", s)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	c := catalog.MustDefault()
+	m, _ := c.Model("Qwen/Qwen3-32B")
+	moe, _ := c.Model("Qwen/Qwen3-30B-A3B")
+	slice, _ := c.Device("h100_sxm", "3g.40gb")
+	h100, _ := c.Device("h100_sxm", "")
+	p := MustDefaultParams()
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Model: m, Device: h100, TP: 3}, "power of two"},
+		{Config{Model: m, Device: h100, TP: 16}, "exceeds the 8 GPUs"},
+		{Config{Model: m, Device: slice, TP: 2}, "slices"},
+		{Config{Model: m, Device: h100, TP: 2, EP: 2}, "mixture-of-experts"},
+		{Config{Model: moe, Device: h100, TP: 4, EP: 3}, "must divide tp"},
+		{Config{Model: m, Device: h100, MemoryUtilization: 1.5}, "gpu-memory-utilization"},
+	}
+	for _, tc := range cases {
+		_, err := NewWorker(tc.cfg, p)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestParamsValidation(t *testing.T) {
+	if _, err := ParseParams([]byte("version: 2\n"), "x"); err == nil || !strings.Contains(err.Error(), "version") {
+		t.Errorf("wrong version: %v", err)
+	}
+	if _, err := ParseParams([]byte("version: 1\nbogus: 3\n"), "x"); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("unknown field: %v", err)
+	}
+	p := MustDefaultParams().Clone()
+	p.Families[catalog.Hopper].GEMMBandwidth = 1.7
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "hopper.gemmBandwidth") {
+		t.Errorf("out-of-range efficiency: %v", err)
+	}
+}
+
+func TestKVTransfer(t *testing.T) {
+	p := worker(t, "Qwen/Qwen3-32B", "h100_sxm", "", catalog.FP8, 2)
+	d := worker(t, "Qwen/Qwen3-32B", "h100_sxm", "", catalog.FP8, 2)
+	nv, net := KVTransferTime(4000, p, d, true), KVTransferTime(4000, p, d, false)
+	if nv <= 0 || net < 3*nv {
+		t.Errorf("NVLink transfer %.3g s should be far faster than the network's %.3g s", nv, net)
+	}
+}

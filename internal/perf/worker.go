@@ -1,0 +1,251 @@
+package perf
+
+import (
+	"math"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+// Batch is the composition of one engine iteration. Context sums let the
+// cost be evaluated in O(1) whatever the number of sequences.
+type Batch struct {
+	// PrefillTokens is the number of prompt tokens computed this iteration.
+	PrefillTokens int
+	// PrefillSeqs is the number of sequences with a prompt chunk.
+	PrefillSeqs int
+	// PrefillPairs is the sum over chunks of chunk*(ctx+chunk/2): the
+	// causal attention query-key pairs of full-attention layers.
+	PrefillPairs float64
+	// PrefillSlidingPairs is the same for sliding-window layers, with the
+	// key range capped at the window.
+	PrefillSlidingPairs float64
+	// PrefillCtx is the sum of context already cached before each chunk (read by attention).
+	PrefillCtx float64
+	// DecodeSeqs is the number of sequences generating one token.
+	DecodeSeqs int
+	// DecodeCtx is the sum of those sequences' context lengths.
+	DecodeCtx float64
+	// Sampled is the number of sequences that produce a token (decodes and finished prefills).
+	Sampled int
+}
+
+// Worker evaluates iteration times and memory for one Config.
+type Worker struct {
+	cfg  Config
+	fam  *FamilyParams
+	be   *BackendParams
+	comm CommParams
+
+	tp, pp, ep     float64
+	layersPerStage float64
+	wBytes         float64
+	gemmPeak       float64 // FLOP/s achieved on large GEMMs
+	attnPeak       float64 // FLOP/s achieved by prefill attention
+	gemmBW         float64 // bytes/s for weight streaming
+	attnBW         float64 // bytes/s for KV reads
+	elemBW         float64
+
+	denseParams    float64 // per layer per GPU: attention + dense MLP (averaged) + shared experts
+	routedExperts  float64 // experts per MoE layer
+	moeLayerFrac   float64
+	expertParams   float64 // one expert's weights per GPU
+	topK           float64
+	lmHeadParams   float64
+	hidden         float64
+	attnFlopsPair  float64 // per full-attention layer per query-key pair, per GPU
+	kvElemsGPU     float64 // per token per layer per GPU
+	fullLayerFrac  float64
+	slidingWindow  float64
+	decodeCtxCost  float64 // seconds per context token, all layers
+	decodeSlidingC float64 // seconds per decode sequence for sliding layers
+	arLatency      float64 // seconds
+	linkBW         float64 // bytes/s per direction between ranks
+}
+
+// NewWorker validates cfg and precomputes its cost coefficients.
+func NewWorker(cfg Config, p *Params) (*Worker, error) {
+	if err := cfg.normalise(p); err != nil {
+		return nil, err
+	}
+	m, d := cfg.Model, cfg.Device
+	w := &Worker{cfg: cfg, fam: p.Families[d.GPU.Architecture], be: p.Backends[cfg.Backend], comm: p.Comm}
+	w.tp, w.pp, w.ep = float64(cfg.TP), float64(cfg.PP), float64(cfg.EP)
+	w.layersPerStage = float64(m.Layers) / w.pp
+	w.wBytes = cfg.Weights.Bytes()
+	cp := d.GPU.ComputePrecision(cfg.Weights)
+	eff := w.fam.GEMM[cp]
+	if eff == 0 {
+		eff = w.fam.GEMM[catalog.BF16]
+	}
+	w.gemmPeak = d.PeakTFLOPS(cfg.Weights) * 1e12 * eff
+	w.attnPeak = d.PeakTFLOPS(catalog.BF16) * 1e12 * w.fam.AttentionCompute
+	bw := d.BandwidthGBps() * 1e9
+	w.gemmBW = bw * w.fam.GEMMBandwidth
+	w.attnBW = bw * w.fam.AttentionBandwidth
+	w.elemBW = bw * w.fam.ElementwiseBandwidth
+	w.hidden = float64(m.HiddenSize)
+
+	layers := float64(m.Layers)
+	denseFrac := float64(m.Layers-m.MoELayers()) / layers
+	w.denseParams = (m.AttentionParams() + denseFrac*m.DenseMLPParams()) / w.tp
+	if m.MoE != nil {
+		w.moeLayerFrac = float64(m.MoELayers()) / layers
+		w.denseParams += w.moeLayerFrac * float64(m.MoE.SharedExperts) * m.ExpertParams() / w.tp
+		w.routedExperts = float64(m.MoE.Experts)
+		w.expertParams = m.ExpertParams() / w.tp
+		w.topK = float64(m.MoE.ExpertsPerToken)
+	}
+	w.lmHeadParams = float64(m.VocabSize) * w.hidden / w.tp
+
+	headsGPU := float64(m.AttentionHeads) / w.tp
+	if m.MLA != nil {
+		a := m.MLA
+		w.attnFlopsPair = 2 * headsGPU * float64(a.QKNopeHeadDim+a.QKRopeHeadDim+a.VHeadDim)
+		// The latent cache is shared by all heads, so every rank holds all of it.
+		w.kvElemsGPU = float64(a.KVLoraRank + a.QKRopeHeadDim)
+	} else {
+		w.attnFlopsPair = 4 * headsGPU * float64(m.HeadDim)
+		kvHeadsGPU := math.Max(1, float64(m.KVHeads)/w.tp)
+		w.kvElemsGPU = 2 * kvHeadsGPU * float64(m.HeadDim)
+	}
+	w.fullLayerFrac = float64(m.FullAttentionLayers()) / layers
+	w.slidingWindow = float64(m.SlidingWindow)
+
+	// Decode attention streams the cache; MLA's absorbed form also does
+	// heads x latent FLOPs per cached token, so take the roofline per token.
+	kvBytes := cfg.KV.Bytes()
+	perCtxBytes := w.kvElemsGPU * kvBytes
+	perCtxFlops := 4 * headsGPU * float64(m.HeadDim)
+	if m.MLA != nil {
+		perCtxFlops = 2 * headsGPU * float64(2*m.MLA.KVLoraRank+m.MLA.QKRopeHeadDim)
+	}
+	perCtx := math.Max(perCtxBytes/w.attnBW, perCtxFlops/w.attnPeak)
+	w.decodeCtxCost = float64(m.FullAttentionLayers()) * perCtx / w.pp
+	w.decodeSlidingC = float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
+
+	w.linkBW = d.GPU.ScaleUpGBps() * 1e9 * p.Comm.AllReduceBusEfficiency
+	if cfg.TP > 1 {
+		w.arLatency = w.be.AllReduceLatencyUs * 1e-6 * (0.75 + 0.25*math.Log2(w.tp))
+	}
+	return w, nil
+}
+
+// FrontendTime is the API server's CPU time in seconds for a request with
+// isl prompt tokens, before it reaches the engine.
+func (w *Worker) FrontendTime(isl int) float64 {
+	return w.be.FrontendOverheadMs*1e-3 + w.be.FrontendPerTokenUs*1e-6*float64(isl)
+}
+
+// Config returns the normalised configuration.
+func (w *Worker) Config() Config { return w.cfg }
+
+// DecodeCtxCost is the iteration time added per token of decode context.
+// StepTime is affine in Batch.DecodeCtx with this slope, which lets the
+// engine fast-forward through runs of identical decode iterations.
+func (w *Worker) DecodeCtxCost() float64 { return w.decodeCtxCost }
+
+// StepTime is the wall time in seconds of one engine iteration.
+func (w *Worker) StepTime(b Batch) float64 {
+	return w.FixedStepTime(b) + w.decodeCtxCost*b.DecodeCtx
+}
+
+// FixedStepTime is StepTime without the decode-context term.
+func (w *Worker) FixedStepTime(b Batch) float64 {
+	tokens := float64(b.PrefillTokens+b.DecodeSeqs) / w.pp
+	if tokens <= 0 {
+		return 0
+	}
+	layer := w.gemm(tokens, w.denseParams, tokens)
+	if w.routedExperts > 0 {
+		layer += w.moeLayerFrac * w.moe(tokens)
+	}
+	layer += tokens * 12 * w.hidden * 2 / w.elemBW
+	layer += w.allReduce(tokens)
+	if b.PrefillTokens > 0 {
+		layer += w.prefillAttention(b)
+	}
+	t := w.pp*w.layersPerStage*layer + w.decodeSlidingC*float64(b.DecodeSeqs)
+	if b.Sampled > 0 {
+		t += w.gemmWith(float64(b.Sampled), w.lmHeadParams, catalog.BF16.Bytes(), float64(b.Sampled))
+	}
+	if w.pp > 1 {
+		t += (w.pp - 1) * (w.comm.P2PLatencyUs*1e-6 + tokens*w.hidden*2/w.linkBW)
+	}
+	t += w.be.StepOverheadMs * 1e-3
+	if b.PrefillTokens > 0 {
+		t += w.be.PrefillOverheadMs * 1e-3
+	}
+	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
+	return t
+}
+
+// gemm is the roofline time of a GEMM over tokens rows and params weights
+// (per GPU). rows is the M that sets the tile efficiency.
+func (w *Worker) gemm(tokens, params, rows float64) float64 {
+	return w.gemmWith(tokens, params, w.wBytes, rows)
+}
+
+// gemmRowsHalf is the M at which a GEMM reaches half its large-shape
+// efficiency: tiles of 64-128 rows are mostly idle below it.
+const gemmRowsHalf = 24
+
+func (w *Worker) gemmWith(tokens, params, wBytes, rows float64) float64 {
+	tc := 2 * tokens * params / (w.gemmPeak * rows / (rows + gemmRowsHalf))
+	tm := (params*wBytes + 2*tokens*w.hidden*2) / w.gemmBW
+	return smoothMax(tc, tm)
+}
+
+// moe is one MoE layer's routed-expert time: weights of every expert that at
+// least one token routes to are read; FLOPs follow the routed tokens.
+func (w *Worker) moe(tokens float64) float64 {
+	e, k := w.routedExperts, w.topK
+	active := e * (1 - math.Pow(1-k/e, tokens))
+	rows := tokens * k / e
+	if rows < 1 {
+		rows = 1
+	}
+	tc := 2 * tokens * k * w.expertParams / (w.gemmPeak * rows / (rows + gemmRowsHalf))
+	tm := active * w.expertParams * w.wBytes / w.gemmBW
+	t := smoothMax(tc, tm)
+	if w.ep > 1 {
+		// Dispatch and combine all-to-all over the expert-parallel group.
+		bytes := tokens * k * w.hidden * 2 * (w.ep - 1) / w.ep
+		t += 2 * (w.arLatency + bytes/w.linkBW)
+	}
+	return t
+}
+
+func (w *Worker) prefillAttention(b Batch) float64 {
+	pairs := w.fullLayerFrac*b.PrefillPairs + (1-w.fullLayerFrac)*b.PrefillSlidingPairs
+	tc := w.attnFlopsPair * pairs / w.pp / w.attnPeak
+	tm := (b.PrefillCtx + float64(b.PrefillTokens)) * w.kvElemsGPU * w.cfg.KV.Bytes() / w.pp / w.attnBW
+	return smoothMax(tc, tm)
+}
+
+// allReduce is the tensor-parallel communication of one layer: two ring
+// all-reduces of the activations (after attention and after the MLP), or
+// one plus the expert all-to-all when experts are distributed.
+func (w *Worker) allReduce(tokens float64) float64 {
+	if w.tp <= 1 {
+		return 0
+	}
+	n := 2.0
+	if w.ep > 1 {
+		n = 1 + (1 - w.moeLayerFrac)
+	}
+	bytes := tokens * w.hidden * 2
+	return n * (w.arLatency + 2*(w.tp-1)/w.tp*bytes/w.linkBW)
+}
+
+// smoothMax blends the two roofline limbs: kernels near the ridge point run
+// slower than the larger limb alone.
+func smoothMax(a, b float64) float64 {
+	if a < b {
+		a, b = b, a
+	}
+	if a == 0 {
+		return 0
+	}
+	r := b / a
+	return a * math.Cbrt(1+r*r*r)
+}

@@ -1,0 +1,129 @@
+package serving
+
+import (
+	"fmt"
+
+	"github.com/gpuplane/gpuplane/internal/engine"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// Disagg describes a disaggregated deployment.
+type Disagg struct {
+	Prefill, Decode               *perf.Worker
+	PrefillWorkers, DecodeWorkers int
+	// SameDomain places prefill and decode in one node or NVLink domain.
+	SameDomain bool
+}
+
+// handoff tracks requests between the prefill and the decode pool.
+type handoff struct {
+	first, arrival map[int64]float64
+}
+
+// prefillSink forwards finished prefills to the decode pool after the KV transfer.
+type prefillSink struct {
+	l        *loop
+	h        handoff
+	decode   []*engine.Engine
+	transfer float64
+	osl      int
+}
+
+func (s *prefillSink) FirstToken(*engine.Request, float64) {}
+func (s *prefillSink) Finished(r *engine.Request, t float64) {
+	// The first token reaches the user with the KV hand-off.
+	land := t + s.transfer
+	s.h.first[r.ID] = land
+	s.h.arrival[r.ID] = r.Arrival
+	id, isl := r.ID, r.ISL
+	s.l.after(land, func(now float64) error {
+		i := leastLoaded(s.decode)
+		return s.decode[i].Submit(&engine.Request{ID: id, ISL: isl, OSL: s.osl, Worker: i}, now)
+	})
+}
+
+// decodeSink measures finished requests and closes the user loop.
+type decodeSink struct {
+	l    *loop
+	c    *collector
+	h    handoff
+	next func(float64) error
+}
+
+func (s *decodeSink) FirstToken(*engine.Request, float64) {}
+func (s *decodeSink) Finished(r *engine.Request, t float64) {
+	first := s.h.first[r.ID]
+	r.Arrival = s.h.arrival[r.ID]
+	delete(s.h.first, r.ID)
+	delete(s.h.arrival, r.ID)
+	s.c.finished(r, first, t)
+	s.l.after(t, s.next)
+}
+
+// Disaggregated estimates a prefill pool and a decode pool serving the workload.
+func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
+	if err := wl.validate(); err != nil {
+		return nil, err
+	}
+	if d.PrefillWorkers < 1 || d.DecodeWorkers < 1 {
+		return nil, fmt.Errorf("prefill-workers and decode-workers must be >= 1")
+	}
+	pc, dc := d.Prefill.Config(), d.Decode.Config()
+	pm, dm := d.Prefill.Memory(), d.Decode.Memory()
+	res := &Result{Mode: "disagg", GPUs: d.PrefillWorkers*pc.GPUs() + d.DecodeWorkers*dc.GPUs(),
+		Concurrency: wl.Concurrency, Memory: &pm, DecodeMemory: &dm, KVCacheTokens: dm.KVTokens * d.DecodeWorkers}
+	res.MaxConcurrency = d.DecodeWorkers * min(dc.MaxSeqs, dm.KVTokens/(wl.ISL+wl.OSL))
+	if err := d.Prefill.CheckFit(wl.ISL + 1); err != nil {
+		return res, fmt.Errorf("prefill: %w", err)
+	}
+	if err := d.Decode.CheckFit(wl.ISL + wl.OSL); err != nil {
+		return res, fmt.Errorf("decode: %w", err)
+	}
+	res.Fits = true
+	transfer := perf.KVTransferTime(wl.ISL, d.Prefill, d.Decode, d.SameDomain)
+	res.KVTransferMs = transfer * 1e3
+	build := func(l *loop, c *collector) (func(float64) error, *perf.Worker, int, error) {
+		h := handoff{first: map[int64]float64{}, arrival: map[int64]float64{}}
+		ps := &prefillSink{l: l, h: h, transfer: transfer, osl: wl.OSL}
+		ds := &decodeSink{l: l, c: c, h: h}
+		var prefill []*engine.Engine
+		for i := 0; i < d.PrefillWorkers; i++ {
+			e, err := engine.New(engine.Config{Role: engine.Prefill, MaxBatchedTokens: pc.MaxBatchedTokens,
+				MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens}, d.Prefill, ps)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			prefill = append(prefill, e)
+		}
+		for i := 0; i < d.DecodeWorkers; i++ {
+			e, err := engine.New(engine.Config{Role: engine.Decode, MaxBatchedTokens: dc.MaxBatchedTokens,
+				MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens}, d.Decode, ds)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			ps.decode = append(ps.decode, e)
+		}
+		l.engines = append(append(l.engines, prefill...), ps.decode...)
+		var nextID int64
+		var front frontend
+		service := d.Prefill.FrontendTime(wl.ISL)
+		ds.next = func(now float64) error {
+			nextID++
+			id := nextID
+			// One frontend serves the deployment and routes to the prefill pool.
+			l.after(front.admit(now, service), func(at float64) error {
+				i := leastLoaded(prefill)
+				// A prefill engine computes the prompt and the first token only.
+				r := &engine.Request{ID: id, ISL: wl.ISL, OSL: 1, Worker: i}
+				if err := prefill[i].Submit(r, at); err != nil {
+					return err
+				}
+				r.Arrival = now
+				return nil
+			})
+			return nil
+		}
+		return ds.next, d.Decode, (wl.Concurrency + d.DecodeWorkers - 1) / d.DecodeWorkers, nil
+	}
+	return res, measure(res, build, wl, opt)
+}

@@ -1,0 +1,223 @@
+package serving
+
+import (
+	"fmt"
+
+	"github.com/gpuplane/gpuplane/internal/engine"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// Workload is a closed-loop benchmark: Concurrency users, each sending a
+// request of ISL prompt and OSL output tokens as soon as the last one ends.
+type Workload struct {
+	ISL, OSL    int
+	Concurrency int
+}
+
+func (w Workload) validate() error {
+	switch {
+	case w.ISL < 1:
+		return fmt.Errorf("isl: %d must be >= 1", w.ISL)
+	case w.OSL < 1:
+		return fmt.Errorf("osl: %d must be >= 1", w.OSL)
+	case w.Concurrency < 1:
+		return fmt.Errorf("concurrency: %d must be >= 1", w.Concurrency)
+	}
+	return nil
+}
+
+// Options tune the run.
+type Options struct {
+	// Rounds is how many requests each user sends in the steady-state run;
+	// the first round warms up and is not measured. Default 4.
+	Rounds int
+	// Benchmark reproduces a benchmark client's run instead of the steady
+	// state alone: every user fires its first request at time zero, and
+	// that burst is measured together with Rounds-1 steady-state requests
+	// per user, as `vllm bench serve --max-concurrency` or aiperf report.
+	Benchmark bool
+}
+
+func (o Options) rounds() int {
+	if o.Rounds < 2 {
+		return 4
+	}
+	return o.Rounds
+}
+
+// collector measures completions after the warm-up.
+type collector struct {
+	warmup, target int
+	completed      int
+	tWarm, tEnd    float64
+	samples        []sample
+}
+
+func (c *collector) finished(r *engine.Request, first, t float64) {
+	c.completed++
+	if c.completed == c.warmup {
+		c.tWarm = t
+	}
+	if c.completed <= c.warmup {
+		return
+	}
+	c.tEnd = t
+	s := sample{ttft: first - r.Arrival, e2e: t - r.Arrival}
+	if r.OSL > 1 {
+		s.tpot = (t - first) / float64(r.OSL-1)
+	}
+	c.samples = append(c.samples, s)
+}
+
+func (c *collector) done() bool { return c.completed >= c.target }
+
+// setup builds a deployment's engines on l and returns the function a user
+// calls to send its next request, plus the worker whose decode rate sets
+// the users' cycle and how many users one such worker serves.
+type setup func(l *loop, c *collector) (next func(float64) error, ref *perf.Worker, perWorker int, err error)
+
+type run struct {
+	samples    []sample
+	window     float64
+	simSeconds float64
+	iterations int64
+}
+
+// simulate runs one closed loop. A burst starts every user at time zero and
+// measures every request; otherwise users start spread over one request's
+// lifetime and the first round is a warm-up.
+func simulate(build setup, wl Workload, rounds int, burst bool) (run, error) {
+	l := &loop{}
+	c := &collector{warmup: wl.Concurrency, target: wl.Concurrency * rounds}
+	if burst {
+		c.warmup, c.target = 0, wl.Concurrency*rounds
+	}
+	l.done = c.done
+	next, ref, perWorker, err := build(l, c)
+	if err != nil {
+		return run{}, err
+	}
+	if burst {
+		for u := 0; u < wl.Concurrency; u++ {
+			l.after(0, next)
+		}
+	} else {
+		stagger(l, wl, ref, perWorker, next)
+	}
+	if err := l.run(); err != nil {
+		return run{}, err
+	}
+	r := run{samples: c.samples, window: c.tEnd - c.tWarm, simSeconds: l.now}
+	for _, e := range l.engines {
+		r.iterations += e.Iterations
+	}
+	return r, nil
+}
+
+// stagger starts the users spread over one request's expected lifetime.
+// Users of a real deployment drift apart within a few requests (prompt
+// lengths and client delays vary); starting them in lockstep would keep
+// whole cohorts prefilling together forever in a deterministic model.
+func stagger(l *loop, wl Workload, w *perf.Worker, perWorker int, next func(float64) error) {
+	n := min(perWorker, w.Config().MaxSeqs)
+	isl, osl := float64(wl.ISL), float64(wl.OSL)
+	decode := w.StepTime(perf.Batch{DecodeSeqs: n, DecodeCtx: float64(n) * (isl + osl/2), Sampled: n})
+	prefill := w.StepTime(perf.Batch{PrefillTokens: wl.ISL, PrefillSeqs: 1, PrefillPairs: isl * isl / 2, Sampled: 1})
+	span := prefill + (osl-1)*decode
+	for u := 0; u < wl.Concurrency; u++ {
+		l.after(span*float64(u)/float64(wl.Concurrency), next)
+	}
+}
+
+// measure runs the steady state, and the opening burst when benchmarking,
+// and summarises them into res.
+func measure(res *Result, build setup, wl Workload, opt Options) error {
+	steady, err := simulate(build, wl, opt.rounds(), false)
+	if err != nil {
+		return err
+	}
+	samples := steady.samples
+	res.SimulatedSeconds, res.Iterations = steady.simSeconds, steady.iterations
+	if opt.Benchmark {
+		first, err := simulate(build, wl, 1, true)
+		if err != nil {
+			return err
+		}
+		samples = append(append([]sample(nil), first.samples...), steady.samples...)
+		res.SimulatedSeconds += first.simSeconds
+		res.Iterations += first.iterations
+	}
+	summarise(res, samples, wl.OSL, steady.window)
+	// Throughput is the steady state's, whatever the latencies include.
+	if steady.window > 0 {
+		n := float64(len(steady.samples))
+		res.RequestsPerS = n / steady.window
+		res.OutputTokensPerS = n * float64(wl.OSL) / steady.window
+		res.OutputTokensPerSPerGPU = res.OutputTokensPerS / float64(res.GPUs)
+	}
+	return nil
+}
+
+// aggSink records events of aggregated engines and closes the user loop.
+type aggSink struct {
+	l    *loop
+	c    *collector
+	next func(now float64) error
+}
+
+func (s *aggSink) FirstToken(*engine.Request, float64) {}
+func (s *aggSink) Finished(r *engine.Request, t float64) {
+	s.c.finished(r, r.FirstToken, t)
+	s.l.after(t, s.next)
+}
+
+// Aggregated estimates `workers` aggregated engines of one worker config
+// serving the workload, each request going to the least-loaded engine.
+func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result, error) {
+	if err := wl.validate(); err != nil {
+		return nil, err
+	}
+	if workers < 1 {
+		return nil, fmt.Errorf("workers: %d must be >= 1", workers)
+	}
+	cfg := w.Config()
+	mem := w.Memory()
+	res := &Result{Mode: "agg", GPUs: workers * cfg.GPUs(), Concurrency: wl.Concurrency, Memory: &mem,
+		KVCacheTokens: mem.KVTokens}
+	res.MaxConcurrency = workers * min(cfg.MaxSeqs, mem.KVTokens/(wl.ISL+wl.OSL))
+	if err := w.CheckFit(wl.ISL + wl.OSL); err != nil {
+		return res, err
+	}
+	res.Fits = true
+	build := func(l *loop, c *collector) (func(float64) error, *perf.Worker, int, error) {
+		sink := &aggSink{l: l, c: c}
+		for i := 0; i < workers; i++ {
+			e, err := engine.New(engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
+				MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens}, w, sink)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			l.engines = append(l.engines, e)
+		}
+		var nextID int64
+		fronts := make([]frontend, workers)
+		service := w.FrontendTime(wl.ISL)
+		sink.next = func(now float64) error {
+			nextID++
+			id := nextID
+			// Each worker's API server handles the request, then its engine.
+			i := leastLoaded(l.engines)
+			l.after(fronts[i].admit(now, service), func(at float64) error {
+				r := &engine.Request{ID: id, ISL: wl.ISL, OSL: wl.OSL, Worker: i}
+				if err := l.engines[i].Submit(r, at); err != nil {
+					return err
+				}
+				r.Arrival = now
+				return nil
+			})
+			return nil
+		}
+		return sink.next, w, (wl.Concurrency + workers - 1) / workers, nil
+	}
+	return res, measure(res, build, wl, opt)
+}

@@ -1,0 +1,103 @@
+package serving
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+
+	"github.com/gpuplane/gpuplane/internal/engine"
+)
+
+// maxEvents bounds one estimate; a healthy run needs a few thousand.
+const maxEvents = 5_000_000
+
+// timed is a deferred action (a KV transfer landing, a user's next request).
+type timed struct {
+	at  float64
+	seq int64
+	fn  func(now float64) error
+}
+
+type timedHeap []timed
+
+func (h timedHeap) Len() int { return len(h) }
+func (h timedHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timedHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timedHeap) Push(x any)   { *h = append(*h, x.(timed)) }
+func (h *timedHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// loop is a tiny discrete-event driver over a set of engines. Engine events
+// never call back into an engine directly: follow-ups are deferred through
+// the timed heap, so no engine is re-entered while it advances.
+type loop struct {
+	engines []*engine.Engine
+	timers  timedHeap
+	seq     int64
+	now     float64
+	done    func() bool
+}
+
+func (l *loop) after(at float64, fn func(now float64) error) {
+	l.seq++
+	heap.Push(&l.timers, timed{at: at, seq: l.seq, fn: fn})
+}
+
+func (l *loop) run() error {
+	for events := 0; !l.done(); events++ {
+		if events > maxEvents {
+			return fmt.Errorf("estimate did not reach steady state within %d events", maxEvents)
+		}
+		next, idx := math.Inf(1), -1
+		for i, e := range l.engines {
+			if t := e.NextEvent(); t < next {
+				next, idx = t, i
+			}
+		}
+		if len(l.timers) > 0 && l.timers[0].at <= next {
+			t := heap.Pop(&l.timers).(timed)
+			l.now = t.at
+			if err := t.fn(t.at); err != nil {
+				return err
+			}
+			continue
+		}
+		if idx < 0 {
+			return fmt.Errorf("estimate stalled: no engine has work and no request is pending")
+		}
+		l.now = next
+		l.engines[idx].Advance()
+	}
+	return nil
+}
+
+// leastLoaded picks the engine with the fewest admitted plus queued requests.
+func leastLoaded(es []*engine.Engine) int {
+	best, load := 0, math.MaxInt
+	for i, e := range es {
+		if l := e.Running() + e.Waiting(); l < load {
+			best, load = i, l
+		}
+	}
+	return best
+}
+
+// frontend is an API server: one CPU thread handling requests in arrival
+// order before they reach an engine. Bursts queue here.
+type frontend struct{ busyUntil float64 }
+
+// admit returns when a request arriving at now leaves the frontend.
+func (f *frontend) admit(now, service float64) float64 {
+	start := max(now, f.busyUntil)
+	f.busyUntil = start + service
+	return f.busyUntil
+}

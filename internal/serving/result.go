@@ -1,0 +1,91 @@
+// Package serving estimates steady-state serving performance of aggregated
+// and disaggregated deployments by running their engines, iteration by
+// iteration, under a closed-loop load of N concurrent users (the way serving
+// benchmarks measure at a fixed concurrency). It is pure.
+package serving
+
+import (
+	"sort"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// Result is a serving estimate. Latencies are means over the measured
+// requests (TPOT excludes the first token), with percentiles.
+type Result struct {
+	Mode                    string       `json:"mode"`
+	TTFTms                  float64      `json:"ttft_ms"`
+	TPOTms                  float64      `json:"tpot_ms"`
+	ITLms                   float64      `json:"itl_ms"`
+	E2Ems                   float64      `json:"e2e_ms"`
+	TTFTP50ms               float64      `json:"ttft_p50_ms"`
+	TTFTP99ms               float64      `json:"ttft_p99_ms"`
+	TPOTP99ms               float64      `json:"tpot_p99_ms"`
+	OutputTokensPerS        float64      `json:"output_tokens_per_s"`
+	OutputTokensPerSPerGPU  float64      `json:"output_tokens_per_s_per_gpu"`
+	OutputTokensPerSPerUser float64      `json:"output_tokens_per_s_per_user"`
+	RequestsPerS            float64      `json:"requests_per_s"`
+	GPUs                    int          `json:"gpus"`
+	Concurrency             int          `json:"concurrency"`
+	KVCacheTokens           int          `json:"kv_cache_tokens"`
+	MaxConcurrency          int          `json:"max_concurrency"`
+	Fits                    bool         `json:"fits"`
+	Memory                  *perf.Memory `json:"memory,omitempty"`
+	DecodeMemory            *perf.Memory `json:"decode_memory,omitempty"`
+	KVTransferMs            float64      `json:"kv_transfer_ms,omitempty"`
+	MeasuredRequests        int          `json:"measured_requests"`
+	SimulatedSeconds        float64      `json:"simulated_seconds"`
+	Iterations              int64        `json:"iterations"`
+}
+
+type sample struct{ ttft, tpot, e2e float64 }
+
+func summarise(r *Result, s []sample, osl int, window float64) {
+	if len(s) == 0 {
+		return
+	}
+	var tt, tp, e2 float64
+	ttfts := make([]float64, len(s))
+	tpots := make([]float64, len(s))
+	for i, x := range s {
+		tt += x.ttft
+		tp += x.tpot
+		e2 += x.e2e
+		ttfts[i], tpots[i] = x.ttft, x.tpot
+	}
+	n := float64(len(s))
+	r.TTFTms = tt / n * 1e3
+	r.TPOTms = tp / n * 1e3
+	r.ITLms = r.TPOTms
+	r.E2Ems = e2 / n * 1e3
+	sort.Float64s(ttfts)
+	sort.Float64s(tpots)
+	r.TTFTP50ms = quantile(ttfts, 0.5) * 1e3
+	r.TTFTP99ms = quantile(ttfts, 0.99) * 1e3
+	r.TPOTP99ms = quantile(tpots, 0.99) * 1e3
+	r.MeasuredRequests = len(s)
+	if window > 0 {
+		r.RequestsPerS = n / window
+		r.OutputTokensPerS = n * float64(osl) / window
+	}
+	if r.GPUs > 0 {
+		r.OutputTokensPerSPerGPU = r.OutputTokensPerS / float64(r.GPUs)
+	}
+	if r.TPOTms > 0 {
+		r.OutputTokensPerSPerUser = 1e3 / r.TPOTms
+	}
+}
+
+// quantile of sorted xs with linear interpolation.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	pos := q * float64(len(xs)-1)
+	i := int(pos)
+	if i >= len(xs)-1 {
+		return xs[len(xs)-1]
+	}
+	f := pos - float64(i)
+	return xs[i]*(1-f) + xs[i+1]*f
+}

@@ -1,0 +1,138 @@
+package serving
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+func worker(t testing.TB, model, gpu string, tp int) *perf.Worker {
+	t.Helper()
+	c := catalog.MustDefault()
+	m, _ := c.Model(model)
+	d, err := c.Device(gpu, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := perf.NewWorker(perf.Config{Model: m, Device: d, Backend: perf.VLLM, Weights: catalog.FP8, TP: tp}, perf.MustDefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Little's law on the closed loop: users = throughput x time in system.
+func TestLittlesLaw(t *testing.T) {
+	w := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 1)
+	for _, c := range []int{1, 8, 32} {
+		r, err := Aggregated(w, 1, Workload{ISL: 2000, OSL: 300, Concurrency: c}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inSystem := r.RequestsPerS * r.E2Ems / 1e3
+		if math.Abs(inSystem-float64(c))/float64(c) > 0.03 {
+			t.Errorf("concurrency %d: throughput x latency = %.2f users", c, inSystem)
+		}
+	}
+}
+
+func TestConcurrencyTradeoff(t *testing.T) {
+	w := worker(t, "meta-llama/Llama-3.1-8B", "h200_sxm", 1)
+	var prev *Result
+	for _, c := range []int{1, 4, 16, 64} {
+		r, err := Aggregated(w, 1, Workload{ISL: 1024, OSL: 256, Concurrency: c}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev != nil && (r.OutputTokensPerS <= prev.OutputTokensPerS || r.TPOTms <= prev.TPOTms) {
+			t.Errorf("c=%d: throughput %.0f (was %.0f) and TPOT %.2f (was %.2f) should both rise",
+				c, r.OutputTokensPerS, prev.OutputTokensPerS, r.TPOTms, prev.TPOTms)
+		}
+		prev = r
+	}
+}
+
+// A single user sees no batching: TTFT is one prefill, TPOT one decode step.
+func TestSingleUserMatchesStepTimes(t *testing.T) {
+	w := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 1)
+	isl, osl := 2000, 200
+	r, err := Aggregated(w, 1, Workload{ISL: isl, OSL: osl, Concurrency: 1}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefill := w.StepTime(perf.Batch{PrefillTokens: isl, PrefillSeqs: 1, PrefillPairs: float64(isl) * float64(isl) / 2, Sampled: 1})
+	wantTTFT := (prefill + w.FrontendTime(isl)) * 1e3
+	if math.Abs(r.TTFTms-wantTTFT) > 1e-6*wantTTFT {
+		t.Errorf("TTFT %.4f ms, want %.4f", r.TTFTms, wantTTFT)
+	}
+	mid := w.StepTime(perf.Batch{DecodeSeqs: 1, DecodeCtx: float64(isl + osl/2), Sampled: 1}) * 1e3
+	if math.Abs(r.TPOTms-mid) > 1e-3*mid {
+		t.Errorf("TPOT %.4f ms, want the mid-context step %.4f", r.TPOTms, mid)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	w := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 2)
+	a, _ := Aggregated(w, 2, Workload{ISL: 3000, OSL: 400, Concurrency: 48}, Options{Benchmark: true})
+	b, _ := Aggregated(w, 2, Workload{ISL: 3000, OSL: 400, Concurrency: 48}, Options{Benchmark: true})
+	if *a.Memory != *b.Memory || a.TTFTms != b.TTFTms || a.TPOTms != b.TPOTms || a.OutputTokensPerS != b.OutputTokensPerS {
+		t.Fatalf("two identical runs differ: %+v vs %+v", a, b)
+	}
+}
+
+func TestBenchmarkBurstRaisesTTFT(t *testing.T) {
+	w := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 1)
+	wl := Workload{ISL: 4000, OSL: 300, Concurrency: 24}
+	steady, _ := Aggregated(w, 1, wl, Options{})
+	bench, _ := Aggregated(w, 1, wl, Options{Benchmark: true})
+	if bench.TTFTms <= steady.TTFTms*1.2 {
+		t.Errorf("opening burst should raise mean TTFT: steady %.1f, benchmark %.1f", steady.TTFTms, bench.TTFTms)
+	}
+	if math.Abs(bench.OutputTokensPerS-steady.OutputTokensPerS) > 1e-9 {
+		t.Errorf("throughput is the steady state's in both modes")
+	}
+}
+
+func TestDisaggregated(t *testing.T) {
+	p := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 1)
+	d := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 1)
+	wl := Workload{ISL: 4000, OSL: 500, Concurrency: 64}
+	one, err := Disaggregated(Disagg{Prefill: p, Decode: d, PrefillWorkers: 1, DecodeWorkers: 2, SameDomain: true}, wl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := Disaggregated(Disagg{Prefill: p, Decode: d, PrefillWorkers: 2, DecodeWorkers: 2, SameDomain: true}, wl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two.TTFTms >= one.TTFTms {
+		t.Errorf("a second prefill worker should cut TTFT: %.1f -> %.1f ms", one.TTFTms, two.TTFTms)
+	}
+	if one.GPUs != 3 || two.GPUs != 4 || one.KVTransferMs <= 0 {
+		t.Errorf("gpus %d/%d, transfer %.3f ms", one.GPUs, two.GPUs, one.KVTransferMs)
+	}
+	if inSystem := one.RequestsPerS * one.E2Ems / 1e3; math.Abs(inSystem-64)/64 > 0.05 {
+		t.Errorf("Little's law in disagg: %.1f users in system", inSystem)
+	}
+}
+
+func TestWorkloadValidation(t *testing.T) {
+	w := worker(t, "Qwen/Qwen3-8B", "h100_sxm", 1)
+	for _, wl := range []Workload{{0, 10, 1}, {10, 0, 1}, {10, 10, 0}} {
+		if _, err := Aggregated(w, 1, wl, Options{}); err == nil {
+			t.Errorf("%+v accepted", wl)
+		}
+	}
+}
+
+func BenchmarkAggregatedEstimate(b *testing.B) {
+	w := worker(b, "Qwen/Qwen3-32B", "h100_sxm", 1)
+	wl := Workload{ISL: 4000, OSL: 500, Concurrency: 32}
+	for b.Loop() {
+		if _, err := Aggregated(w, 1, wl, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
