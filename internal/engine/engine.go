@@ -357,6 +357,25 @@ func (e *Engine) start(now float64) {
 	e.itEnd = now + e.elapsed(e.itSteps)
 }
 
+// IterationsAt counts the iterations finished by time now, including the
+// finished steps of a fast-forwarded run still in progress.
+func (e *Engine) IterationsAt(now float64) int64 {
+	n := e.Iterations
+	if e.busy && e.itSteps > 1 {
+		done := int64(0)
+		for lo, hi := int64(0), e.itSteps; lo <= hi; {
+			mid := (lo + hi) / 2
+			if e.elapsed(mid) <= now-e.itStart {
+				done, lo = mid, mid+1
+			} else {
+				hi = mid - 1
+			}
+		}
+		n += min(done, e.itSteps-1)
+	}
+	return n
+}
+
 // elapsed is the time of the first k decode-only steps of the current iteration.
 func (e *Engine) elapsed(k int64) float64 {
 	kf := float64(k)

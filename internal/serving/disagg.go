@@ -82,14 +82,14 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 	res.Fits = true
 	transfer := perf.KVTransferTime(wl.ISL, d.Prefill, d.Decode, d.SameDomain)
 	res.KVTransferMs = transfer * 1e3
-	build := func(l *loop, c *collector) (func(float64) error, *perf.Worker, int, error) {
+	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		h := handoff{first: map[int64]float64{}, arrival: map[int64]float64{}}
 		ps := &prefillSink{l: l, h: h, transfer: transfer, osl: wl.OSL}
 		ds := &decodeSink{l: l, c: c, h: h}
 		var prefill []*engine.Engine
 		for i := 0; i < d.PrefillWorkers; i++ {
 			e, err := engine.New(engine.Config{Role: engine.Prefill, MaxBatchedTokens: pc.MaxBatchedTokens,
-				MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens}, d.Prefill, ps)
+				MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens, NoFastForward: plain}, d.Prefill, ps)
 			if err != nil {
 				return nil, nil, 0, err
 			}
@@ -97,7 +97,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 		}
 		for i := 0; i < d.DecodeWorkers; i++ {
 			e, err := engine.New(engine.Config{Role: engine.Decode, MaxBatchedTokens: dc.MaxBatchedTokens,
-				MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens}, d.Decode, ds)
+				MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain}, d.Decode, ds)
 			if err != nil {
 				return nil, nil, 0, err
 			}

@@ -36,6 +36,10 @@ type Options struct {
 	// that burst is measured together with Rounds-1 steady-state requests
 	// per user, as `vllm bench serve --max-concurrency` or aiperf report.
 	Benchmark bool
+	// PlainLoop simulates every decode iteration instead of fast-forwarding
+	// runs of identical ones; results are the same, only slower. For checks
+	// and as the benchmark baseline.
+	PlainLoop bool
 }
 
 func (o Options) rounds() int {
@@ -74,7 +78,7 @@ func (c *collector) done() bool { return c.completed >= c.target }
 // setup builds a deployment's engines on l and returns the function a user
 // calls to send its next request, plus the worker whose decode rate sets
 // the users' cycle and how many users one such worker serves.
-type setup func(l *loop, c *collector) (next func(float64) error, ref *perf.Worker, perWorker int, err error)
+type setup func(l *loop, c *collector, plain bool) (next func(float64) error, ref *perf.Worker, perWorker int, err error)
 
 type run struct {
 	samples    []sample
@@ -86,14 +90,14 @@ type run struct {
 // simulate runs one closed loop. A burst starts every user at time zero and
 // measures every request; otherwise users start spread over one request's
 // lifetime and the first round is a warm-up.
-func simulate(build setup, wl Workload, rounds int, burst bool) (run, error) {
+func simulate(build setup, wl Workload, rounds int, burst, plain bool) (run, error) {
 	l := &loop{}
 	c := &collector{warmup: wl.Concurrency, target: wl.Concurrency * rounds}
 	if burst {
 		c.warmup, c.target = 0, wl.Concurrency*rounds
 	}
 	l.done = c.done
-	next, ref, perWorker, err := build(l, c)
+	next, ref, perWorker, err := build(l, c, plain)
 	if err != nil {
 		return run{}, err
 	}
@@ -109,7 +113,7 @@ func simulate(build setup, wl Workload, rounds int, burst bool) (run, error) {
 	}
 	r := run{samples: c.samples, window: c.tEnd - c.tWarm, simSeconds: l.now}
 	for _, e := range l.engines {
-		r.iterations += e.Iterations
+		r.iterations += e.IterationsAt(l.now)
 	}
 	return r, nil
 }
@@ -132,14 +136,14 @@ func stagger(l *loop, wl Workload, w *perf.Worker, perWorker int, next func(floa
 // measure runs the steady state, and the opening burst when benchmarking,
 // and summarises them into res.
 func measure(res *Result, build setup, wl Workload, opt Options) error {
-	steady, err := simulate(build, wl, opt.rounds(), false)
+	steady, err := simulate(build, wl, opt.rounds(), false, opt.PlainLoop)
 	if err != nil {
 		return err
 	}
 	samples := steady.samples
 	res.SimulatedSeconds, res.Iterations = steady.simSeconds, steady.iterations
 	if opt.Benchmark {
-		first, err := simulate(build, wl, 1, true)
+		first, err := simulate(build, wl, 1, true, opt.PlainLoop)
 		if err != nil {
 			return err
 		}
@@ -189,11 +193,11 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 		return res, err
 	}
 	res.Fits = true
-	build := func(l *loop, c *collector) (func(float64) error, *perf.Worker, int, error) {
+	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		sink := &aggSink{l: l, c: c}
 		for i := 0; i < workers; i++ {
 			e, err := engine.New(engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
-				MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens}, w, sink)
+				MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}, w, sink)
 			if err != nil {
 				return nil, nil, 0, err
 			}

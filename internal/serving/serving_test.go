@@ -127,12 +127,46 @@ func TestWorkloadValidation(t *testing.T) {
 	}
 }
 
+// The closed-form fast-forward must not change any estimate.
+func TestFastForwardDoesNotChangeEstimates(t *testing.T) {
+	w := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 2)
+	for _, wl := range []Workload{{4000, 500, 32}, {1000, 200, 7}, {8000, 100, 64}} {
+		for _, bench := range []bool{false, true} {
+			ff, err := Aggregated(w, 2, wl, Options{Benchmark: bench})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := Aggregated(w, 2, wl, Options{Benchmark: bench, PlainLoop: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range [][2]float64{{ff.TTFTms, plain.TTFTms}, {ff.TPOTms, plain.TPOTms}, {ff.OutputTokensPerS, plain.OutputTokensPerS}} {
+				if math.Abs(p[0]-p[1]) > 1e-6*math.Abs(p[1]) {
+					t.Fatalf("%+v benchmark=%v: fast-forward %v vs plain loop %v", wl, bench, p[0], p[1])
+				}
+			}
+			if ff.Iterations != plain.Iterations {
+				t.Fatalf("iteration counts differ: %d vs %d", ff.Iterations, plain.Iterations)
+			}
+		}
+	}
+}
+
+// BenchmarkAggregatedEstimate times one steady-state estimate of the
+// reference scenario, with the plain iteration loop as the baseline.
 func BenchmarkAggregatedEstimate(b *testing.B) {
 	w := worker(b, "Qwen/Qwen3-32B", "h100_sxm", 1)
 	wl := Workload{ISL: 4000, OSL: 500, Concurrency: 32}
-	for b.Loop() {
-		if _, err := Aggregated(w, 1, wl, Options{}); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name string
+		opt  Options
+	}{{"fast-forward", Options{}}, {"plain-loop", Options{PlainLoop: true}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Aggregated(w, 1, wl, bc.opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
