@@ -107,6 +107,9 @@ func (k knob) set(p *perf.Params, v float64) {
 type FitOptions struct {
 	// MaxEvaluations caps objective evaluations (each predicts every case).
 	MaxEvaluations int
+	// TTFTWeight weighs TTFT errors against TPOT and throughput errors
+	// (default 1). TTFT is the harder target, so the calibration uses more.
+	TTFTWeight float64
 	// Progress, when set, is called after each evaluation.
 	Progress func(evals int, loss float64)
 }
@@ -144,7 +147,7 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 		}
 		e := env
 		e.Params = p
-		l := Loss(Predict(e, cases))
+		l := weightedLoss(Predict(e, cases), opt.TTFTWeight)
 		evals++
 		if opt.Progress != nil {
 			opt.Progress(evals, l)
@@ -184,15 +187,19 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 // Loss is the mean absolute percentage error (as a fraction) over every
 // measured quantity: the metric the calibration is judged by. A case the
 // model cannot evaluate counts as a 300% error so the fit avoids it.
-func Loss(preds []Prediction) float64 {
-	var sum float64
-	var n int
-	term := func(pred, meas float64) {
+func Loss(preds []Prediction) float64 { return weightedLoss(preds, 1) }
+
+func weightedLoss(preds []Prediction, ttftWeight float64) float64 {
+	if ttftWeight <= 0 {
+		ttftWeight = 1
+	}
+	var sum, n float64
+	term := func(pred, meas, w float64) {
 		if meas <= 0 {
 			return
 		}
-		sum += math.Abs(pred-meas) / meas
-		n++
+		sum += w * math.Abs(pred-meas) / meas
+		n += w
 	}
 	for _, p := range preds {
 		if p.Err != "" {
@@ -200,12 +207,12 @@ func Loss(preds []Prediction) float64 {
 			n++
 			continue
 		}
-		term(p.PredTTFTms, p.TTFTms)
-		term(p.PredTPOTms, p.TPOTms)
-		term(p.PredTPS, p.OutputTPS)
+		term(p.PredTTFTms, p.TTFTms, ttftWeight)
+		term(p.PredTPOTms, p.TPOTms, 1)
+		term(p.PredTPS, p.OutputTPS, 1)
 	}
 	if n == 0 {
 		return 0
 	}
-	return sum / float64(n)
+	return sum / n
 }

@@ -47,6 +47,7 @@ func newCalibrateCmd(g *globals) *cobra.Command {
 	var dir, out string
 	var fit bool
 	var maxEvals int
+	var ttftWeight float64
 	cmd := &cobra.Command{
 		Use:   "calibrate",
 		Short: "Report (and with --fit, refit) the performance model against measured serving runs",
@@ -74,7 +75,7 @@ parameter file given by --out.
 				if out == "" {
 					return fmt.Errorf("--fit needs --out FILE for the fitted parameters")
 				}
-				res, err := calibrate.Fit(env, env.Params, ds.FitSet(), calibrate.FitOptions{MaxEvaluations: maxEvals,
+				res, err := calibrate.Fit(env, env.Params, ds.FitSet(), calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight,
 					Progress: func(n int, loss float64) {
 						if n%25 == 0 {
 							fmt.Fprintf(g.stderr, "\rfit: %d evaluations, loss %.4f, %s", n, loss, time.Since(t0).Round(time.Second))
@@ -108,5 +109,6 @@ parameter file given by --out.
 	cmd.Flags().BoolVar(&fit, "fit", false, "fit the parameters before reporting")
 	cmd.Flags().StringVar(&out, "out", "", "where --fit writes the parameter file")
 	cmd.Flags().IntVar(&maxEvals, "max-evals", 1500, "cap on objective evaluations during --fit")
+	cmd.Flags().Float64Var(&ttftWeight, "ttft-weight", 1, "weight of TTFT errors against TPOT and throughput errors in --fit")
 	return cmd
 }
