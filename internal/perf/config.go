@@ -112,11 +112,18 @@ func (c *Config) normalise(p *Params) error {
 	if heads := c.Model.AttentionHeads; heads%c.TP != 0 {
 		return fmt.Errorf("tp: %d must divide the model's %d attention heads", c.TP, heads)
 	}
+	small := bp.SmallDeviceGiB > 0 && c.Device.MemoryGiB < bp.SmallDeviceGiB
 	if c.MaxBatchedTokens == 0 {
 		c.MaxBatchedTokens = bp.MaxBatchedTokens
+		if small && bp.SmallDeviceMaxBatchedTokens > 0 {
+			c.MaxBatchedTokens = bp.SmallDeviceMaxBatchedTokens
+		}
 	}
 	if c.MaxSeqs == 0 {
 		c.MaxSeqs = bp.MaxSeqs
+		if small && bp.SmallDeviceMaxSeqs > 0 {
+			c.MaxSeqs = bp.SmallDeviceMaxSeqs
+		}
 	}
 	if c.MemoryUtilization == 0 {
 		c.MemoryUtilization = bp.MemoryUtilization

@@ -57,6 +57,11 @@ type BackendParams struct {
 	MaxBatchedTokens int `json:"maxBatchedTokens"`
 	// MaxSeqs is the default cap on sequences in one iteration.
 	MaxSeqs int `json:"maxSeqs"`
+	// SmallDevice* replace MaxBatchedTokens and MaxSeqs on devices with less
+	// memory than SmallDeviceGiB (vLLM picks smaller defaults below 70 GiB).
+	SmallDeviceGiB              float64 `json:"smallDeviceGiB,omitempty"`
+	SmallDeviceMaxBatchedTokens int     `json:"smallDeviceMaxBatchedTokens,omitempty"`
+	SmallDeviceMaxSeqs          int     `json:"smallDeviceMaxSeqs,omitempty"`
 	// MemoryUtilization is the share of GPU memory the engine may use
 	// (of the total for vllm and sglang, of what is free after weights for trtllm).
 	MemoryUtilization float64 `json:"memoryUtilization"`

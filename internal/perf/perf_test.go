@@ -170,3 +170,14 @@ func TestKVTransfer(t *testing.T) {
 		t.Errorf("NVLink transfer %.3g s should be far faster than the network's %.3g s", nv, net)
 	}
 }
+
+func TestSmallDeviceSchedulerDefaults(t *testing.T) {
+	small := worker(t, "Qwen/Qwen3-8B", "l40s", "", catalog.FP8, 1).Config()
+	big := worker(t, "Qwen/Qwen3-8B", "h100_sxm", "", catalog.FP8, 1).Config()
+	if small.MaxBatchedTokens != 2048 || small.MaxSeqs != 256 {
+		t.Errorf("vLLM on a 45 GiB GPU: %d tokens, %d seqs; want 2048 and 256", small.MaxBatchedTokens, small.MaxSeqs)
+	}
+	if big.MaxBatchedTokens != 8192 || big.MaxSeqs != 1024 {
+		t.Errorf("vLLM on an 80 GiB GPU: %d tokens, %d seqs; want 8192 and 1024", big.MaxBatchedTokens, big.MaxSeqs)
+	}
+}
