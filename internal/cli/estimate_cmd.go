@@ -10,6 +10,8 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -206,6 +208,7 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, file string, f 
 	}
 	results := make(lineResults, len(lines))
 	var wg sync.WaitGroup
+	var done atomic.Int64
 	work := make(chan int)
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
@@ -213,9 +216,12 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, file string, f 
 			defer wg.Done()
 			for i := range work {
 				results[i] = answerLine(env, base, lines[i], i+1)
+				done.Add(1)
 			}
 		}()
 	}
+	stop := progress(g.stderr, "estimate", len(lines), &done)
+	defer stop()
 	for i := range lines {
 		work <- i
 	}
@@ -244,4 +250,40 @@ func answerLine(env estimate.Env, base estimate.Query, line []byte, n int) lineR
 		return lineResult{err: fmt.Errorf("line %d: %w", n, err)}
 	}
 	return lineResult{out: out}
+}
+
+// progress prints "label: done/total" on a terminal stderr while work that
+// has run for more than a second goes on; the returned func ends it.
+func progress(w io.Writer, label string, total int, done *atomic.Int64) func() {
+	f, ok := w.(*os.File)
+	if !ok {
+		return func() {}
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		start := time.Now()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		shown := false
+		for {
+			select {
+			case <-quit:
+				if shown {
+					fmt.Fprintf(f, "\r%s: %d/%d done in %s\n", label, done.Load(), total, time.Since(start).Round(time.Millisecond))
+				}
+				return
+			case <-tick.C:
+				if time.Since(start) > time.Second {
+					shown = true
+					fmt.Fprintf(f, "\r%s: %d/%d", label, done.Load(), total)
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
 }
