@@ -107,6 +107,7 @@ type Engine struct {
 	decodeStep int64
 	ctxSum     float64
 	kvPrefill  int // KV held by prefilling requests
+	kvPending  int // prompt KV admitted requests will still allocate
 
 	// Preemptions counts evictions.
 	Preemptions int64
@@ -208,6 +209,7 @@ func (e *Engine) Advance() {
 	for _, r := range e.itChunks {
 		r.prefilled += r.chunkThisIt
 		e.kvPrefill += r.chunkThisIt
+		e.kvPending -= r.chunkThisIt
 		r.chunkThisIt = 0
 		if r.prefilled < r.target {
 			continue
@@ -278,7 +280,7 @@ func (e *Engine) admit(now float64) {
 		if e.cfg.Role == Decode {
 			need = float64(r.ISL + 1)
 		}
-		if e.Running() >= e.cfg.MaxSeqs || e.kvUsed()+float64(e.kvPrefillPending())+need+float64(len(e.decoding)+1) > float64(e.cfg.KVTokens) {
+		if e.Running() >= e.cfg.MaxSeqs || e.kvUsed()+float64(e.kvPending)+need+float64(len(e.decoding)+1) > float64(e.cfg.KVTokens) {
 			return
 		}
 		e.waiting.pop()
@@ -296,16 +298,8 @@ func (e *Engine) admit(now float64) {
 			continue
 		}
 		e.prefilling = append(e.prefilling, r)
+		e.kvPending += r.target - r.prefilled
 	}
-}
-
-// kvPrefillPending is the prompt KV that admitted requests will still allocate.
-func (e *Engine) kvPrefillPending() int {
-	n := 0
-	for _, r := range e.prefilling {
-		n += r.target - r.prefilled
-	}
-	return n
 }
 
 func (e *Engine) start(now float64) {
