@@ -1,0 +1,161 @@
+package sim
+
+import "math"
+
+// Percentiles of a latency in milliseconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+}
+
+// Point is one interval of the time series.
+type Point struct {
+	Start       float64        `json:"start_s"`
+	Arrivals    int            `json:"arrivals"`
+	Completions int            `json:"completions"`
+	QueueDepth  int            `json:"queue_depth"`
+	Workers     map[string]int `json:"workers"`
+	TTFTms      Percentiles    `json:"ttft_ms"`
+	ITLms       Percentiles    `json:"itl_ms"`
+	KVUse       float64        `json:"kv_use"`
+	Attainment  float64        `json:"slo_attainment"`
+}
+
+// Summary is a run's outcome.
+type Summary struct {
+	Requests      int         `json:"requests"`
+	Completed     int         `json:"completed"`
+	Unfinished    int         `json:"unfinished"`
+	Rejected      int         `json:"rejected"`
+	SLOAttainment float64     `json:"slo_attainment"`
+	GoodputRPS    float64     `json:"goodput_rps"`
+	TTFTms        Percentiles `json:"ttft_ms"`
+	TTFTMeanms    float64     `json:"ttft_mean_ms"`
+	E2EMeanms     float64     `json:"e2e_mean_ms"`
+	ITLms         Percentiles `json:"itl_ms"`
+	E2Ems         Percentiles `json:"e2e_ms"`
+	GPUHours      float64     `json:"gpu_hours"`
+	SimSeconds    float64     `json:"simulated_seconds"`
+	Series        []Point     `json:"series"`
+}
+
+type recorder struct {
+	cfg                      Config
+	arrivals, completed, met int
+	rejects                  int
+	lastArrival              float64
+	ttft, itl, e2e           *hist
+	ttftSum, e2eSum          float64
+	cur                      Point
+	curTTFT, curITL          *hist
+	curMet                   int
+	series                   []Point
+	intervalEnd              float64
+}
+
+func newRecorder(cfg Config) *recorder {
+	r := &recorder{cfg: cfg, ttft: newHist(), itl: newHist(), e2e: newHist(), intervalEnd: cfg.Interval}
+	r.resetInterval(0)
+	return r
+}
+
+func (r *recorder) resetInterval(start float64) {
+	r.cur = Point{Start: start}
+	r.curTTFT, r.curITL, r.curMet = newHist(), newHist(), 0
+}
+
+// tick closes every interval that ends at or before now.
+func (r *recorder) tick(s *Sim, now float64) {
+	for now >= r.intervalEnd {
+		r.closeInterval(s)
+		r.resetInterval(r.intervalEnd)
+		r.intervalEnd += r.cfg.Interval
+	}
+}
+
+func (r *recorder) closeInterval(s *Sim) {
+	p := r.cur
+	p.Workers = map[string]int{}
+	var kv float64
+	n := 0
+	for _, pl := range s.pools {
+		p.Workers[pl.spec.Name] = pl.replicas()
+		for _, w := range pl.workers {
+			if !w.gone {
+				p.QueueDepth += w.eng.Waiting()
+				kv += w.eng.KVUsed()
+				n++
+			}
+		}
+	}
+	p.QueueDepth += len(s.waiting)
+	if n > 0 {
+		p.KVUse = kv / float64(n)
+	}
+	p.TTFTms, p.ITLms = pct(r.curTTFT), pct(r.curITL)
+	if p.Completions > 0 {
+		p.Attainment = float64(r.curMet) / float64(p.Completions)
+	}
+	r.series = append(r.series, p)
+}
+
+func (r *recorder) arrived(t float64) {
+	r.arrivals++
+	r.cur.Arrivals++
+	r.lastArrival = t
+}
+
+func (r *recorder) rejected(float64) { r.rejects++ }
+
+func (r *recorder) finished(q *request, t float64) {
+	ttft := q.first - q.arrival
+	itl := 0.0
+	if q.OSL > 1 {
+		itl = (t - q.first) / float64(q.OSL-1)
+	}
+	r.completed++
+	r.cur.Completions++
+	r.ttft.add(ttft * 1e3)
+	r.curTTFT.add(ttft * 1e3)
+	r.e2e.add((t - q.arrival) * 1e3)
+	r.ttftSum += ttft * 1e3
+	r.e2eSum += (t - q.arrival) * 1e3
+	if q.OSL > 1 {
+		r.itl.add(itl * 1e3)
+		r.curITL.add(itl * 1e3)
+	}
+	if (r.cfg.TTFTSLO <= 0 || ttft <= r.cfg.TTFTSLO) && (r.cfg.ITLSLO <= 0 || itl <= r.cfg.ITLSLO) {
+		r.met++
+		r.curMet++
+	}
+}
+
+func pct(h *hist) Percentiles {
+	return Percentiles{P50: h.quantile(0.5), P90: h.quantile(0.9), P99: h.quantile(0.99)}
+}
+
+func (r *recorder) summary(s *Sim) *Summary {
+	sum := &Summary{Requests: r.arrivals, Completed: r.completed, Rejected: r.rejects,
+		Unfinished: r.arrivals - r.completed - r.rejects, TTFTms: pct(r.ttft), ITLms: pct(r.itl), E2Ems: pct(r.e2e),
+		SimSeconds: s.now, Series: append([]Point(nil), r.series...)}
+	if r.arrivals > 0 {
+		sum.SLOAttainment = float64(r.met) / float64(r.arrivals)
+	}
+	if r.completed > 0 {
+		sum.TTFTMeanms = r.ttftSum / float64(r.completed)
+		sum.E2EMeanms = r.e2eSum / float64(r.completed)
+	}
+	if s.now > 0 {
+		sum.GoodputRPS = float64(r.met) / s.now
+	}
+	for _, p := range s.pools {
+		cfg := p.spec.Worker.Config()
+		gpus := float64(cfg.GPUs())
+		for _, w := range p.workers {
+			end := math.Min(w.stopped, s.now)
+			sum.GPUHours += gpus * math.Max(0, end-w.started) / 3600
+		}
+	}
+	return sum
+}

@@ -1,0 +1,428 @@
+// Package sim is a discrete-event simulator of a whole LLM serving
+// deployment over time: arrivals from a workload, a router, aggregated or
+// prefill/decode pools of engines run iteration by iteration, KV hand-off,
+// workers that start after a delay and drain when removed. It is pure:
+// simulated time, randomness only in the workload passed in.
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+
+	"github.com/gpuplane/gpuplane/internal/engine"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
+
+// Router policies.
+const (
+	RoundRobin       = "round-robin"
+	LeastOutstanding = "least-outstanding"
+	LeastKV          = "least-kv"
+)
+
+// PoolSpec is one pool of identical workers.
+type PoolSpec struct {
+	Name   string
+	Role   engine.Role
+	Worker *perf.Worker
+	// Replicas at time zero (ready at once).
+	Replicas int
+	// StartupDelay is how long a worker added later takes to serve (model load).
+	StartupDelay float64
+}
+
+// Config is a deployment and how to measure it.
+type Config struct {
+	// Pools: one Aggregated pool, or a Prefill and a Decode pool.
+	Pools  []PoolSpec
+	Router string
+	// KVTransfer is the prefill-to-decode hand-off time in seconds.
+	KVTransfer float64
+	// TTFTSLO and ITLSLO (seconds) decide SLO attainment.
+	TTFTSLO, ITLSLO float64
+	// Interval is the width of the time series buckets (default 10 s).
+	Interval float64
+	// DrainTimeout bounds how long after the last arrival requests may finish (default 600 s).
+	DrainTimeout float64
+}
+
+type worker struct {
+	pool     *pool
+	eng      *engine.Engine
+	readyAt  float64
+	draining bool
+	gone     bool
+	started  float64
+	stopped  float64
+}
+
+type pool struct {
+	spec    PoolSpec
+	workers []*worker
+	rr      int
+}
+
+func (p *pool) active(now float64) []*worker {
+	var out []*worker
+	for _, w := range p.workers {
+		if !w.gone && !w.draining && w.readyAt <= now {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Replicas is the number of workers not draining (starting ones included).
+func (p *pool) replicas() int {
+	n := 0
+	for _, w := range p.workers {
+		if !w.gone && !w.draining {
+			n++
+		}
+	}
+	return n
+}
+
+type request struct {
+	engine.Request
+	arrival, first float64
+	prefillDone    bool
+}
+
+// Sim is one simulation run.
+type Sim struct {
+	cfg     Config
+	src     workload.Source
+	pools   []*pool
+	agg     *pool
+	prefill *pool
+	decode  *pool
+	now     float64
+	timers  timerHeap
+	seq     int64
+	pending *workload.Request // next arrival
+	waiting []*request        // arrived while no worker of the first pool is ready
+	rec     *recorder
+	nextID  int64
+	reqs    map[int64]*request
+}
+
+// New validates the deployment.
+func New(cfg Config, src workload.Source) (*Sim, error) {
+	if cfg.Interval == 0 {
+		cfg.Interval = 10
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = 600
+	}
+	if cfg.Router == "" {
+		cfg.Router = LeastOutstanding
+	}
+	switch cfg.Router {
+	case RoundRobin, LeastOutstanding, LeastKV:
+	default:
+		return nil, fmt.Errorf("router: %q is not round-robin, least-outstanding or least-kv", cfg.Router)
+	}
+	s := &Sim{cfg: cfg, src: src, reqs: map[int64]*request{}}
+	s.rec = newRecorder(cfg)
+	for _, ps := range cfg.Pools {
+		if ps.Worker == nil || ps.Replicas < 0 || ps.StartupDelay < 0 {
+			return nil, fmt.Errorf("pool %q: needs a worker, replicas >= 0 and startupDelay >= 0", ps.Name)
+		}
+		p := &pool{spec: ps}
+		s.pools = append(s.pools, p)
+		switch ps.Role {
+		case engine.Aggregated:
+			s.agg = p
+		case engine.Prefill:
+			s.prefill = p
+		case engine.Decode:
+			s.decode = p
+		}
+	}
+	if (s.agg == nil) == (s.prefill == nil || s.decode == nil) || len(s.pools) != map[bool]int{true: 1, false: 2}[s.agg != nil] {
+		return nil, fmt.Errorf("pools: give one aggregated pool, or one prefill and one decode pool")
+	}
+	for _, p := range s.pools {
+		for i := 0; i < p.spec.Replicas; i++ {
+			if err := s.addWorker(p, 0, 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *Sim) addWorker(p *pool, now, delay float64) error {
+	cfg := p.spec.Worker.Config()
+	mem := p.spec.Worker.Memory()
+	w := &worker{pool: p, readyAt: now + delay, started: now, stopped: math.Inf(1)}
+	eng, err := engine.New(engine.Config{Role: p.spec.Role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
+		KVTokens: mem.KVTokens}, p.spec.Worker, sinkFor{s, w})
+	if err != nil {
+		return fmt.Errorf("pool %s: %w", p.spec.Name, err)
+	}
+	w.eng = eng
+	p.workers = append(p.workers, w)
+	if delay > 0 {
+		s.after(w.readyAt, func(now float64) error { return s.flushWaiting(now) })
+	}
+	return nil
+}
+
+// Scale sets a pool's replica count at time now: new workers serve after
+// the pool's start-up delay; removed ones (newest first) stop taking
+// requests and leave when idle. This is the hook the planner drives.
+func (s *Sim) Scale(poolName string, replicas int, now float64) error {
+	if replicas < 0 {
+		return fmt.Errorf("scale %s: replicas %d must be >= 0", poolName, replicas)
+	}
+	for _, p := range s.pools {
+		if p.spec.Name != poolName {
+			continue
+		}
+		for p.replicas() < replicas {
+			if err := s.addWorker(p, now, p.spec.StartupDelay); err != nil {
+				return err
+			}
+		}
+		for i := len(p.workers) - 1; i >= 0 && p.replicas() > replicas; i-- {
+			if w := p.workers[i]; !w.gone && !w.draining {
+				w.draining = true
+				s.retireIfIdle(w, now)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("scale: no pool named %q", poolName)
+}
+
+func (s *Sim) retireIfIdle(w *worker, now float64) {
+	if w.draining && !w.gone && w.eng.Running()+w.eng.Waiting() == 0 {
+		w.gone, w.stopped = true, now
+	}
+}
+
+// Replicas reports a pool's current replica count (starting workers included).
+func (s *Sim) Replicas(poolName string) int {
+	for _, p := range s.pools {
+		if p.spec.Name == poolName {
+			return p.replicas()
+		}
+	}
+	return 0
+}
+
+func (s *Sim) route(p *pool, now float64) *worker {
+	ws := p.active(now)
+	if len(ws) == 0 {
+		return nil
+	}
+	switch s.cfg.Router {
+	case RoundRobin:
+		p.rr++
+		return ws[p.rr%len(ws)]
+	case LeastKV:
+		best := ws[0]
+		for _, w := range ws[1:] {
+			if w.eng.KVUsed() < best.eng.KVUsed() {
+				best = w
+			}
+		}
+		return best
+	}
+	best := ws[0]
+	for _, w := range ws[1:] {
+		if w.eng.Running()+w.eng.Waiting() < best.eng.Running()+best.eng.Waiting() {
+			best = w
+		}
+	}
+	return best
+}
+
+func (s *Sim) entryPool() *pool {
+	if s.agg != nil {
+		return s.agg
+	}
+	return s.prefill
+}
+
+func (s *Sim) dispatch(r *request, now float64) error {
+	p := s.entryPool()
+	w := s.route(p, now)
+	if w == nil {
+		s.waiting = append(s.waiting, r)
+		return nil
+	}
+	osl := r.OSL
+	if p.spec.Role == engine.Prefill {
+		osl = 1
+	}
+	er := &engine.Request{ID: r.ID, ISL: r.ISL, OSL: osl}
+	if err := w.eng.Submit(er, now); err != nil {
+		s.rec.rejected(now)
+		delete(s.reqs, r.ID)
+		return nil
+	}
+	return nil
+}
+
+func (s *Sim) flushWaiting(now float64) error {
+	q := s.waiting
+	s.waiting = nil
+	for _, r := range q {
+		if err := s.dispatch(r, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sinkFor attributes engine events to a worker.
+type sinkFor struct {
+	s *Sim
+	w *worker
+}
+
+func (k sinkFor) FirstToken(er *engine.Request, t float64) {
+	r := k.s.reqs[er.ID]
+	if r != nil && r.first == 0 && k.w.pool.spec.Role == engine.Aggregated {
+		r.first = t
+	}
+}
+
+func (k sinkFor) Finished(er *engine.Request, t float64) {
+	s := k.s
+	r := s.reqs[er.ID]
+	if r == nil {
+		return
+	}
+	defer s.retireIfIdle(k.w, t)
+	if k.w.pool.spec.Role == engine.Prefill {
+		land := t + s.cfg.KVTransfer
+		r.first = land
+		s.after(land, func(now float64) error { return s.toDecode(r, now) })
+		return
+	}
+	s.rec.finished(r, t)
+	delete(s.reqs, r.ID)
+}
+
+func (s *Sim) toDecode(r *request, now float64) error {
+	w := s.route(s.decode, now)
+	if w == nil {
+		// No decode worker is ready: retry when one is.
+		s.after(now+1, func(at float64) error { return s.toDecode(r, at) })
+		return nil
+	}
+	return w.eng.Submit(&engine.Request{ID: r.ID, ISL: r.ISL, OSL: r.OSL}, now)
+}
+
+// Step advances the simulation to time until (events at until included)
+// and reports whether anything is left to do.
+func (s *Sim) Step(until float64) (bool, error) {
+	for {
+		if s.pending == nil {
+			r, ok, err := s.src.Next()
+			if err != nil {
+				return false, fmt.Errorf("workload: %w", err)
+			}
+			if ok {
+				s.pending = &r
+			}
+		}
+		next, kind := math.Inf(1), 0
+		var eng *engine.Engine
+		if s.pending != nil {
+			next, kind = s.pending.At, 1
+		}
+		if len(s.timers) > 0 && s.timers[0].at < next {
+			next, kind = s.timers[0].at, 2
+		}
+		for _, p := range s.pools {
+			for _, w := range p.workers {
+				if t := w.eng.NextEvent(); t < next {
+					next, kind, eng = t, 3, w.eng
+				}
+			}
+		}
+		if kind == 0 {
+			return false, nil
+		}
+		if next > until {
+			s.now = until
+			s.rec.tick(s, until)
+			return true, nil
+		}
+		s.now = next
+		s.rec.tick(s, next)
+		switch kind {
+		case 1:
+			a := *s.pending
+			s.pending = nil
+			s.nextID++
+			r := &request{Request: engine.Request{ID: s.nextID, ISL: a.ISL, OSL: a.OSL}, arrival: a.At}
+			s.reqs[r.ID] = r
+			s.rec.arrived(a.At)
+			if err := s.dispatch(r, a.At); err != nil {
+				return false, err
+			}
+		case 2:
+			t := heap.Pop(&s.timers).(timer)
+			if err := t.fn(t.at); err != nil {
+				return false, err
+			}
+		case 3:
+			eng.Advance()
+		}
+	}
+}
+
+// Run simulates until the workload ends and every request finished (or the
+// drain timeout passed), and summarises.
+func (s *Sim) Run() (*Summary, error) {
+	for {
+		more, err := s.Step(s.now + s.cfg.Interval)
+		if err != nil {
+			return nil, err
+		}
+		if !more || s.pending == nil && s.rec.lastArrival > 0 && s.now > s.rec.lastArrival+s.cfg.DrainTimeout {
+			break
+		}
+	}
+	return s.Summary(), nil
+}
+
+// Summary reports what the run measured so far.
+func (s *Sim) Summary() *Summary { return s.rec.summary(s) }
+
+type timer struct {
+	at  float64
+	seq int64
+	fn  func(float64) error
+}
+
+type timerHeap []timer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timer)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (s *Sim) after(at float64, fn func(float64) error) {
+	s.seq++
+	heap.Push(&s.timers, timer{at: at, seq: s.seq, fn: fn})
+}

@@ -1,0 +1,157 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/engine"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
+
+func newWorker(t testing.TB, tp, maxSeqs, budget int) *perf.Worker {
+	t.Helper()
+	c := catalog.MustDefault()
+	m, _ := c.Model("Qwen/Qwen3-32B")
+	d, _ := c.Device("h100_sxm", "")
+	w, err := perf.NewWorker(perf.Config{Model: m, Device: d, Backend: perf.VLLM, Weights: catalog.FP8, TP: tp,
+		MaxSeqs: maxSeqs, MaxBatchedTokens: budget}, perf.MustDefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func poisson(t testing.TB, rate float64, isl, osl int, dur float64, seed uint64) workload.Source {
+	p, err := workload.NewPoisson(workload.Constant(rate), workload.Fixed{N: isl}, workload.Fixed{N: osl}, dur, rand.New(rand.NewPCG(seed, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// An engine that takes one single-token request per iteration is an M/D/1
+// queue: mean time in system = D + rho*D/(2(1-rho)).
+func TestMD1(t *testing.T) {
+	const isl = 512
+	w := newWorker(t, 1, 1, isl)
+	d := w.StepTime(perf.Batch{PrefillTokens: isl, PrefillSeqs: 1, PrefillPairs: isl * isl / 2, Sampled: 1})
+	for _, rho := range []float64{0.3, 0.6, 0.8} {
+		s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 1}}},
+			poisson(t, rho/d, isl, 1, 200000*d, 5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := s.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := (d + rho*d/(2*(1-rho))) * 1e3
+		if math.Abs(sum.E2EMeanms-want)/want > 0.05 {
+			t.Errorf("rho %.1f: mean time in system %.2f ms, M/D/1 says %.2f ms", rho, sum.E2EMeanms, want)
+		}
+	}
+}
+
+func TestConservationAndDeterminism(t *testing.T) {
+	run := func() *Summary {
+		w := newWorker(t, 1, 0, 0)
+		s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 2}},
+			TTFTSLO: 0.5, ITLSLO: 0.03}, poisson(t, 1.5, 2000, 300, 300, 11))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := s.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	a, b := run(), run()
+	if a.Requests == 0 || a.Completed+a.Unfinished+a.Rejected != a.Requests || a.Unfinished != 0 {
+		t.Fatalf("requests %d = completed %d + unfinished %d + rejected %d", a.Requests, a.Completed, a.Unfinished, a.Rejected)
+	}
+	if a.TTFTMeanms != b.TTFTMeanms || a.GPUHours != b.GPUHours || len(a.Series) != len(b.Series) {
+		t.Fatal("the same seed must reproduce the run")
+	}
+	arr := 0
+	for _, p := range a.Series {
+		arr += p.Arrivals
+	}
+	if arr != a.Requests {
+		t.Fatalf("series counts %d arrivals, summary %d", arr, a.Requests)
+	}
+}
+
+// Little's law on the open system: mean requests in flight = rate x time.
+func TestDisaggLittlesLawAndScaling(t *testing.T) {
+	p, d := newWorker(t, 1, 0, 0), newWorker(t, 2, 0, 0)
+	s, err := New(Config{Pools: []PoolSpec{
+		{Name: "prefill", Role: engine.Prefill, Worker: p, Replicas: 1, StartupDelay: 60},
+		{Name: "decode", Role: engine.Decode, Worker: d, Replicas: 1, StartupDelay: 60}},
+		KVTransfer: 0.002}, poisson(t, 2, 4000, 200, 600, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Step(100); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Scale("prefill", 2, 100); err != nil {
+		t.Fatal(err)
+	}
+	if s.Replicas("prefill") != 2 {
+		t.Fatalf("prefill replicas %d after scale-up", s.Replicas("prefill"))
+	}
+	if _, err := s.Step(400); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Scale("prefill", 1, 400); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Unfinished != 0 || sum.Completed != sum.Requests {
+		t.Fatalf("completed %d of %d", sum.Completed, sum.Requests)
+	}
+	// GPU-hours: prefill 1 GPU x run + 1 GPU x ~300 s, decode 2 GPUs x run.
+	want := (sum.SimSeconds + 300 + 2*sum.SimSeconds) / 3600
+	if math.Abs(sum.GPUHours-want)/want > 0.05 {
+		t.Errorf("gpu hours %.3f, want about %.3f", sum.GPUHours, want)
+	}
+	if err := s.Scale("nope", 1, 0); err == nil {
+		t.Error("unknown pool accepted")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	w := newWorker(t, 1, 0, 0)
+	src := poisson(t, 1, 10, 10, 10, 1)
+	if _, err := New(Config{Router: "random", Pools: []PoolSpec{{Name: "a", Role: engine.Aggregated, Worker: w}}}, src); err == nil {
+		t.Error("unknown router accepted")
+	}
+	if _, err := New(Config{Pools: []PoolSpec{{Name: "p", Role: engine.Prefill, Worker: w}}}, src); err == nil {
+		t.Error("prefill without decode accepted")
+	}
+}
+
+// BenchmarkHourAt20RPS is one hour of 20 req/s (72,000 requests, 4000/500)
+// on 16 workers.
+func BenchmarkHourAt20RPS(b *testing.B) {
+	w := newWorker(b, 1, 0, 0)
+	for b.Loop() {
+		s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 16}}},
+			poisson(b, 20, 4000, 500, 3600, 1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum, err := s.Run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(sum.SimSeconds, "sim-s/op")
+	}
+}
