@@ -1,56 +1,27 @@
 package serving
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 
 	"github.com/gpuplane/gpuplane/internal/engine"
+	"github.com/gpuplane/gpuplane/internal/events"
 )
 
 // maxEvents bounds one estimate; a healthy run needs a few thousand.
 const maxEvents = 5_000_000
-
-// timed is a deferred action (a KV transfer landing, a user's next request).
-type timed struct {
-	at  float64
-	seq int64
-	fn  func(now float64) error
-}
-
-type timedHeap []timed
-
-func (h timedHeap) Len() int { return len(h) }
-func (h timedHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-func (h timedHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timedHeap) Push(x any)   { *h = append(*h, x.(timed)) }
-func (h *timedHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
 
 // loop is a tiny discrete-event driver over a set of engines. Engine events
 // never call back into an engine directly: follow-ups are deferred through
 // the timed heap, so no engine is re-entered while it advances.
 type loop struct {
 	engines []*engine.Engine
-	timers  timedHeap
-	seq     int64
+	timers  events.Queue
 	now     float64
 	done    func() bool
 }
 
-func (l *loop) after(at float64, fn func(now float64) error) {
-	l.seq++
-	heap.Push(&l.timers, timed{at: at, seq: l.seq, fn: fn})
-}
+func (l *loop) after(at float64, fn func(now float64) error) { l.timers.At(at, fn) }
 
 func (l *loop) run() error {
 	for events := 0; !l.done(); events++ {
@@ -63,10 +34,9 @@ func (l *loop) run() error {
 				next, idx = t, i
 			}
 		}
-		if len(l.timers) > 0 && l.timers[0].at <= next {
-			t := heap.Pop(&l.timers).(timed)
-			l.now = t.at
-			if err := t.fn(t.at); err != nil {
+		if t, ok := l.timers.Next(); ok && t <= next {
+			l.now = t
+			if err := l.timers.Run(); err != nil {
 				return err
 			}
 			continue

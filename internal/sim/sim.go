@@ -6,11 +6,11 @@
 package sim
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 
 	"github.com/gpuplane/gpuplane/internal/engine"
+	"github.com/gpuplane/gpuplane/internal/events"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
@@ -100,8 +100,7 @@ type Sim struct {
 	prefill *pool
 	decode  *pool
 	now     float64
-	timers  timerHeap
-	seq     int64
+	timers  events.Queue
 	pending *workload.Request // next arrival
 	waiting []*request        // arrived while no worker of the first pool is ready
 	rec     *recorder
@@ -338,8 +337,8 @@ func (s *Sim) Step(until float64) (bool, error) {
 		if s.pending != nil {
 			next, kind = s.pending.At, 1
 		}
-		if len(s.timers) > 0 && s.timers[0].at < next {
-			next, kind = s.timers[0].at, 2
+		if t, ok := s.timers.Next(); ok && t < next {
+			next, kind = t, 2
 		}
 		for _, p := range s.pools {
 			for _, w := range p.workers {
@@ -370,8 +369,7 @@ func (s *Sim) Step(until float64) (bool, error) {
 				return false, err
 			}
 		case 2:
-			t := heap.Pop(&s.timers).(timer)
-			if err := t.fn(t.at); err != nil {
+			if err := s.timers.Run(); err != nil {
 				return false, err
 			}
 		case 3:
@@ -398,31 +396,4 @@ func (s *Sim) Run() (*Summary, error) {
 // Summary reports what the run measured so far.
 func (s *Sim) Summary() *Summary { return s.rec.summary(s) }
 
-type timer struct {
-	at  float64
-	seq int64
-	fn  func(float64) error
-}
-
-type timerHeap []timer
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if h[i].at != h[j].at {
-		return h[i].at < h[j].at
-	}
-	return h[i].seq < h[j].seq
-}
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-func (s *Sim) after(at float64, fn func(float64) error) {
-	s.seq++
-	heap.Push(&s.timers, timer{at: at, seq: s.seq, fn: fn})
-}
+func (s *Sim) after(at float64, fn func(float64) error) { s.timers.At(at, fn) }
