@@ -33,6 +33,7 @@ type Summary struct {
 	TTFTms        Percentiles `json:"ttft_ms"`
 	TTFTMeanms    float64     `json:"ttft_mean_ms"`
 	E2EMeanms     float64     `json:"e2e_mean_ms"`
+	ITLMeanms     float64     `json:"itl_mean_ms"`
 	ITLms         Percentiles `json:"itl_ms"`
 	E2Ems         Percentiles `json:"e2e_ms"`
 	GPUHours      float64     `json:"gpu_hours"`
@@ -46,7 +47,8 @@ type recorder struct {
 	rejects                  int
 	lastArrival              float64
 	ttft, itl, e2e           *hist
-	ttftSum, e2eSum          float64
+	ttftSum, e2eSum, itlSum  float64
+	itlN                     int
 	cur                      Point
 	curTTFT, curITL          *hist
 	curMet                   int
@@ -123,6 +125,8 @@ func (r *recorder) finished(q *request, t float64) {
 	r.e2eSum += (t - q.arrival) * 1e3
 	if q.OSL > 1 {
 		r.itl.add(itl * 1e3)
+		r.itlSum += itl * 1e3
+		r.itlN++
 		r.curITL.add(itl * 1e3)
 	}
 	if (r.cfg.TTFTSLO <= 0 || ttft <= r.cfg.TTFTSLO) && (r.cfg.ITLSLO <= 0 || itl <= r.cfg.ITLSLO) {
@@ -145,6 +149,9 @@ func (r *recorder) summary(s *Sim) *Summary {
 	if r.completed > 0 {
 		sum.TTFTMeanms = r.ttftSum / float64(r.completed)
 		sum.E2EMeanms = r.e2eSum / float64(r.completed)
+	}
+	if r.itlN > 0 {
+		sum.ITLMeanms = r.itlSum / float64(r.itlN)
 	}
 	if s.now > 0 {
 		sum.GoodputRPS = float64(r.met) / s.now

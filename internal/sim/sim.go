@@ -8,6 +8,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/gpuplane/gpuplane/internal/engine"
 	"github.com/gpuplane/gpuplane/internal/events"
@@ -46,6 +47,20 @@ type Config struct {
 	Interval float64
 	// DrainTimeout bounds how long after the last arrival requests may finish (default 600 s).
 	DrainTimeout float64
+	// Users, when set, drives the run by concurrency instead of by rate.
+	Users *Users
+}
+
+// Users is a concurrency-driven workload: N users each send a request,
+// wait for its last token, think, and send the next, until Duration.
+type Users struct {
+	N        int
+	ISL, OSL workload.Dist
+	Think    workload.Dist // milliseconds; nil = no think time
+	Duration float64
+	// Ramp spreads the users' first requests evenly over [0, Ramp) seconds.
+	Ramp float64
+	Rng  *rand.Rand
 }
 
 type worker struct {
@@ -124,6 +139,17 @@ func New(cfg Config, src workload.Source) (*Sim, error) {
 	default:
 		return nil, fmt.Errorf("router: %q is not round-robin, least-outstanding or least-kv", cfg.Router)
 	}
+	if cfg.Users != nil {
+		u := cfg.Users
+		if u.N < 1 || u.ISL == nil || u.OSL == nil || u.Duration <= 0 || u.Rng == nil {
+			return nil, fmt.Errorf("users: need n >= 1, isl and osl distributions, duration > 0 and a seeded generator")
+		}
+		if src != nil {
+			return nil, fmt.Errorf("workload: give either an arrival source or users, not both")
+		}
+	} else if src == nil {
+		return nil, fmt.Errorf("workload: an arrival source or users is required")
+	}
 	s := &Sim{cfg: cfg, src: src, reqs: map[int64]*request{}}
 	s.rec = newRecorder(cfg)
 	for _, ps := range cfg.Pools {
@@ -151,7 +177,29 @@ func New(cfg Config, src workload.Source) (*Sim, error) {
 			}
 		}
 	}
+	if cfg.Users != nil {
+		for u := 0; u < cfg.Users.N; u++ {
+			s.after(cfg.Users.Ramp*float64(u)/float64(cfg.Users.N), s.userSends)
+		}
+	}
 	return s, nil
+}
+
+// userSends is one user's next request (concurrency-driven runs).
+func (s *Sim) userSends(now float64) error {
+	u := s.cfg.Users
+	if now >= u.Duration {
+		return nil
+	}
+	return s.arrive(workload.Request{At: now, ISL: u.ISL.Sample(u.Rng), OSL: u.OSL.Sample(u.Rng)})
+}
+
+func (s *Sim) arrive(a workload.Request) error {
+	s.nextID++
+	r := &request{Request: engine.Request{ID: s.nextID, ISL: a.ISL, OSL: a.OSL}, arrival: a.At}
+	s.reqs[r.ID] = r
+	s.rec.arrived(a.At)
+	return s.dispatch(r, a.At)
 }
 
 func (s *Sim) addWorker(p *pool, now, delay float64) error {
@@ -263,6 +311,9 @@ func (s *Sim) dispatch(r *request, now float64) error {
 	if err := w.eng.Submit(er, now); err != nil {
 		s.rec.rejected(now)
 		delete(s.reqs, r.ID)
+		if s.cfg.Users != nil {
+			s.after(now+1, s.userSends) // the user tries again a second later
+		}
 		return nil
 	}
 	return nil
@@ -307,6 +358,13 @@ func (k sinkFor) Finished(er *engine.Request, t float64) {
 	}
 	s.rec.finished(r, t)
 	delete(s.reqs, r.ID)
+	if u := s.cfg.Users; u != nil {
+		think := 0.0
+		if u.Think != nil {
+			think = float64(u.Think.Sample(u.Rng)) / 1e3
+		}
+		s.after(t+think, s.userSends)
+	}
 }
 
 func (s *Sim) toDecode(r *request, now float64) error {
@@ -323,7 +381,7 @@ func (s *Sim) toDecode(r *request, now float64) error {
 // and reports whether anything is left to do.
 func (s *Sim) Step(until float64) (bool, error) {
 	for {
-		if s.pending == nil {
+		if s.pending == nil && s.src != nil {
 			r, ok, err := s.src.Next()
 			if err != nil {
 				return false, fmt.Errorf("workload: %w", err)
@@ -361,11 +419,7 @@ func (s *Sim) Step(until float64) (bool, error) {
 		case 1:
 			a := *s.pending
 			s.pending = nil
-			s.nextID++
-			r := &request{Request: engine.Request{ID: s.nextID, ISL: a.ISL, OSL: a.OSL}, arrival: a.At}
-			s.reqs[r.ID] = r
-			s.rec.arrived(a.At)
-			if err := s.dispatch(r, a.At); err != nil {
+			if err := s.arrive(a); err != nil {
 				return false, err
 			}
 		case 2:

@@ -8,6 +8,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/engine"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/serving"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 
@@ -153,5 +154,41 @@ func BenchmarkHourAt20RPS(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(sum.SimSeconds, "sim-s/op")
+	}
+}
+
+// A concurrency-driven run in steady state agrees with the closed-loop
+// estimate for the same deployment and load.
+func TestUsersAgreeWithEstimate(t *testing.T) {
+	w := newWorker(t, 1, 0, 0)
+	wl := serving.Workload{ISL: 2000, OSL: 300, Concurrency: 16}
+	est, err := serving.Aggregated(w, 1, wl, serving.Options{})
+	// Users start spread over about one request's lifetime, as in the
+	// estimate's steady state.
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 1}},
+		Users: &Users{N: 16, ISL: workload.Fixed{N: 2000}, OSL: workload.Fixed{N: 300}, Duration: 600,
+			Ramp: 6.5, Think: workload.Fixed{N: 1}, Rng: rand.New(rand.NewPCG(1, 1))}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := math.Abs(sum.ITLMeanms-est.TPOTms) / est.TPOTms; d > 0.05 {
+		t.Errorf("mean ITL %.2f ms vs estimate TPOT %.2f ms", sum.ITLMeanms, est.TPOTms)
+	} else {
+		t.Logf("mean ITL %.2f ms, estimate TPOT %.2f ms", sum.ITLMeanms, est.TPOTms)
+	}
+	if rps := float64(sum.Completed) / sum.SimSeconds; math.Abs(rps-est.RequestsPerS)/est.RequestsPerS > 0.05 {
+		t.Errorf("throughput %.3f req/s vs estimate %.3f", rps, est.RequestsPerS)
+	}
+	// Little's law: users in the loop = completion rate x (time in system + think time).
+	rate := float64(sum.Completed) / sum.SimSeconds
+	if n := rate * (sum.E2EMeanms + 1) / 1e3; math.Abs(n-16)/16 > 0.05 {
+		t.Errorf("Little's law: %.2f users in the loop, want 16", n)
 	}
 }
