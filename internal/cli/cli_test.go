@@ -150,3 +150,43 @@ func TestModelConfigFlag(t *testing.T) {
 		t.Errorf("estimate should use the model from --model-config:\n%s", out)
 	}
 }
+
+func TestSimulate(t *testing.T) {
+	dir := t.TempDir()
+	html, js, reqs := filepath.Join(dir, "r.html"), filepath.Join(dir, "s.json"), filepath.Join(dir, "r.csv")
+	out, _, err := run(t, "simulate", "-f", "../../examples/burst.yaml", "--report", html, "--json", js, "--requests", reqs, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "simulate-burst.json", out)
+	page, _ := os.ReadFile(html)
+	if !strings.Contains(string(page), "<svg") || strings.Contains(string(page), "<script") || strings.Contains(string(page), "src=\"http") {
+		t.Error("the report must be self-contained HTML with inline SVG charts")
+	}
+	rows, _ := os.ReadFile(reqs)
+	var sum struct{ Completed int }
+	b, _ := os.ReadFile(js)
+	json.Unmarshal(b, &sum)
+	if n := strings.Count(string(rows), "\n") - 1; n != sum.Completed || n == 0 {
+		t.Errorf("%d request rows for %d completed requests", n, sum.Completed)
+	}
+}
+
+func TestSimulateScenarioErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"unknown field":  "model: Qwen/Qwen3-32B\ngpu: h100_sxm\nreplicaz: 3\n",
+		"bad kind":       "model: Qwen/Qwen3-32B\ngpu: h100_sxm\ndurationSeconds: 10\ndeployment: {mode: agg, agg: {replicas: 1}}\nworkload: {kind: magic}\n",
+		"two rates":      "model: Qwen/Qwen3-32B\ngpu: h100_sxm\ndurationSeconds: 10\ndeployment: {mode: agg, agg: {replicas: 1}}\nworkload: {kind: poisson, rate: {constant: 1, ramp: {from: 1, to: 2, start: 0, end: 5}}, isl: {fixed: 10}, osl: {fixed: 10}}\n",
+		"missing decode": "model: Qwen/Qwen3-32B\ngpu: h100_sxm\ndurationSeconds: 10\ndeployment: {mode: disagg, prefill: {replicas: 1}}\nworkload: {kind: users, users: {count: 2}, isl: {fixed: 10}, osl: {fixed: 10}}\n",
+	}
+	want := map[string]string{"unknown field": "replicaz", "bad kind": "workload.kind", "two rates": "exactly one", "missing decode": "deployment.decode"}
+	for name, body := range cases {
+		f := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+		os.WriteFile(f, []byte(body), 0o644)
+		_, _, err := run(t, "simulate", "-f", f)
+		if err == nil || !strings.Contains(err.Error(), want[name]) {
+			t.Errorf("%s: error %v, want %q", name, err, want[name])
+		}
+	}
+}

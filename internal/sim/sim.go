@@ -39,8 +39,9 @@ type Config struct {
 	// Pools: one Aggregated pool, or a Prefill and a Decode pool.
 	Pools  []PoolSpec
 	Router string
-	// KVTransfer is the prefill-to-decode hand-off time in seconds.
-	KVTransfer float64
+	// KVTransfer is the prefill-to-decode hand-off time in seconds for a
+	// prompt of isl tokens (nil: instant).
+	KVTransfer func(isl int) float64
 	// TTFTSLO and ITLSLO (seconds) decide SLO attainment.
 	TTFTSLO, ITLSLO float64
 	// Interval is the width of the time series buckets (default 10 s).
@@ -49,6 +50,16 @@ type Config struct {
 	DrainTimeout float64
 	// Users, when set, drives the run by concurrency instead of by rate.
 	Users *Users
+	// OnRequest, when set, receives every finished request (for a per-request log).
+	OnRequest func(Record)
+}
+
+// Record is one finished request.
+type Record struct {
+	ID                 int64
+	ArrivalS           float64
+	ISL, OSL           int
+	TTFTms, ITLms, E2E float64
 }
 
 // Users is a concurrency-driven workload: N users each send a request,
@@ -351,12 +362,22 @@ func (k sinkFor) Finished(er *engine.Request, t float64) {
 	}
 	defer s.retireIfIdle(k.w, t)
 	if k.w.pool.spec.Role == engine.Prefill {
-		land := t + s.cfg.KVTransfer
+		land := t
+		if s.cfg.KVTransfer != nil {
+			land += s.cfg.KVTransfer(r.ISL)
+		}
 		r.first = land
 		s.after(land, func(now float64) error { return s.toDecode(r, now) })
 		return
 	}
 	s.rec.finished(r, t)
+	if s.cfg.OnRequest != nil {
+		rec := Record{ID: r.ID, ArrivalS: r.arrival, ISL: r.ISL, OSL: r.OSL, TTFTms: (r.first - r.arrival) * 1e3, E2E: (t - r.arrival) * 1e3}
+		if r.OSL > 1 {
+			rec.ITLms = (t - r.first) / float64(r.OSL-1) * 1e3
+		}
+		s.cfg.OnRequest(rec)
+	}
 	delete(s.reqs, r.ID)
 	if u := s.cfg.Users; u != nil {
 		think := 0.0

@@ -92,7 +92,7 @@ func TestDisaggLittlesLawAndScaling(t *testing.T) {
 	s, err := New(Config{Pools: []PoolSpec{
 		{Name: "prefill", Role: engine.Prefill, Worker: p, Replicas: 1, StartupDelay: 60},
 		{Name: "decode", Role: engine.Decode, Worker: d, Replicas: 1, StartupDelay: 60}},
-		KVTransfer: 0.002}, poisson(t, 2, 4000, 200, 600, 3))
+		KVTransfer: func(isl int) float64 { return perf.KVTransferTime(isl, p, d, true) }}, poisson(t, 2, 4000, 200, 600, 3))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,135 @@
+// Package report renders simulation results as one self-contained HTML
+// page: inline SVG charts and tables, no scripts, nothing fetched.
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/sim"
+)
+
+// Line is one series of a chart.
+type Line struct {
+	Name   string
+	Values []float64
+}
+
+// Chart is a time-series chart over the summary's intervals.
+type Chart struct {
+	Title, Unit string
+	Lines       []Line
+}
+
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"}
+
+// SVG draws the chart against times (seconds).
+func (c Chart) SVG(times []float64) template.HTML {
+	const w, h, l, r, t, b = 640.0, 220.0, 56.0, 12.0, 24.0, 30.0
+	maxY := 0.0
+	for _, ln := range c.Lines {
+		for _, v := range ln.Values {
+			maxY = math.Max(maxY, v)
+		}
+	}
+	if maxY == 0 {
+		maxY = 1
+	}
+	maxX := 1.0
+	if len(times) > 0 {
+		maxX = math.Max(times[len(times)-1], 1)
+	}
+	x := func(v float64) float64 { return l + (w-l-r)*v/maxX }
+	y := func(v float64) float64 { return h - b - (h-t-b)*v/maxY }
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" role="img" aria-label="%s">`, w, h, template.HTMLEscapeString(c.Title))
+	fmt.Fprintf(&sb, `<text x="%g" y="16" font-size="13" font-weight="bold">%s</text>`, l, template.HTMLEscapeString(c.Title))
+	fmt.Fprintf(&sb, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/><line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/>`,
+		l, h-b, w-r, h-b, l, t, l, h-b)
+	for i := 0; i <= 4; i++ {
+		v := maxY * float64(i) / 4
+		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="10" text-anchor="end">%.3g</text>`, l-4, y(v)+3, v)
+		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="10" text-anchor="middle">%.0fs</text>`, x(maxX*float64(i)/4), h-b+14, maxX*float64(i)/4)
+	}
+	fmt.Fprintf(&sb, `<text x="4" y="%g" font-size="10">%s</text>`, t+8, template.HTMLEscapeString(c.Unit))
+	for i, ln := range c.Lines {
+		col := palette[i%len(palette)]
+		var pts []string
+		for j, v := range ln.Values {
+			if j < len(times) {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(times[j]), y(v)))
+			}
+		}
+		fmt.Fprintf(&sb, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, col, strings.Join(pts, " "))
+		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="11" fill="%s">%s</text>`, w-r-150, t+14*float64(i+1), col, template.HTMLEscapeString(ln.Name))
+	}
+	sb.WriteString(`</svg>`)
+	return template.HTML(sb.String())
+}
+
+// SimCharts builds the standard charts of a simulation.
+func SimCharts(s *sim.Summary) ([]float64, []Chart) {
+	n := len(s.Series)
+	times := make([]float64, n)
+	col := func(f func(p sim.Point) float64) []float64 {
+		out := make([]float64, n)
+		for i, p := range s.Series {
+			out[i] = f(p)
+		}
+		return out
+	}
+	for i, p := range s.Series {
+		times[i] = p.Start
+	}
+	interval := 1.0
+	if n > 1 {
+		interval = s.Series[1].Start - s.Series[0].Start
+	}
+	var pools []string
+	if n > 0 {
+		for k := range s.Series[0].Workers {
+			pools = append(pools, k)
+		}
+		sort.Strings(pools)
+	}
+	var workers []Line
+	for _, name := range pools {
+		workers = append(workers, Line{Name: name, Values: col(func(p sim.Point) float64 { return float64(p.Workers[name]) })})
+	}
+	return times, []Chart{
+		{Title: "Arrivals", Unit: "req/s", Lines: []Line{{"arrivals", col(func(p sim.Point) float64 { return float64(p.Arrivals) / interval })}}},
+		{Title: "Workers per pool", Unit: "workers", Lines: workers},
+		{Title: "Queue depth", Unit: "requests", Lines: []Line{{"waiting", col(func(p sim.Point) float64 { return float64(p.QueueDepth) })}}},
+		{Title: "TTFT", Unit: "ms", Lines: []Line{{"p50", col(func(p sim.Point) float64 { return p.TTFTms.P50 })}, {"p99", col(func(p sim.Point) float64 { return p.TTFTms.P99 })}}},
+		{Title: "ITL", Unit: "ms", Lines: []Line{{"p50", col(func(p sim.Point) float64 { return p.ITLms.P50 })}, {"p99", col(func(p sim.Point) float64 { return p.ITLms.P99 })}}},
+		{Title: "KV-cache use", Unit: "fraction", Lines: []Line{{"mean over workers", col(func(p sim.Point) float64 { return p.KVUse })}}},
+		{Title: "SLO attainment of completions", Unit: "fraction", Lines: []Line{{"attainment", col(func(p sim.Point) float64 { return p.Attainment })}}},
+	}
+}
+
+var page = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<style>body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}.charts{display:flex;flex-wrap:wrap;gap:12px}</style>
+</head><body><h1>{{.Title}}</h1><p>{{.Subtitle}}</p>
+<table><tr>{{range .Keys}}<th>{{.}}</th>{{end}}</tr><tr>{{range .Values}}<td>{{.}}</td>{{end}}</tr></table>
+<div class="charts">{{range .Charts}}<div>{{.}}</div>{{end}}</div></body></html>
+`))
+
+// WriteSim writes the HTML report of a simulation.
+func WriteSim(w io.Writer, title, subtitle string, s *sim.Summary) error {
+	times, charts := SimCharts(s)
+	var svgs []template.HTML
+	for _, c := range charts {
+		svgs = append(svgs, c.SVG(times))
+	}
+	keys := []string{"requests", "completed", "unfinished", "SLO attainment", "goodput (req/s)", "TTFT p50/p90/p99 (ms)", "ITL p50/p90/p99 (ms)", "GPU-hours"}
+	vals := []string{fmt.Sprint(s.Requests), fmt.Sprint(s.Completed), fmt.Sprint(s.Unfinished), fmt.Sprintf("%.1f%%", 100*s.SLOAttainment),
+		fmt.Sprintf("%.2f", s.GoodputRPS), fmt.Sprintf("%.0f / %.0f / %.0f", s.TTFTms.P50, s.TTFTms.P90, s.TTFTms.P99),
+		fmt.Sprintf("%.1f / %.1f / %.1f", s.ITLms.P50, s.ITLms.P90, s.ITLms.P99), fmt.Sprintf("%.2f", s.GPUHours)}
+	return page.Execute(w, map[string]any{"Title": title, "Subtitle": subtitle, "Keys": keys, "Values": vals, "Charts": svgs})
+}

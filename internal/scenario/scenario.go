@@ -1,0 +1,188 @@
+// Package scenario reads a `gpuplane simulate` scenario file and builds the
+// simulator from it: model and device from the catalog, pools from the
+// performance model, the workload from its generators or a trace.
+package scenario
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/engine"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/sim"
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
+
+// Scenario is the file format.
+type Scenario struct {
+	Model           string     `json:"model"`
+	GPU             string     `json:"gpu"`
+	Slice           string     `json:"slice,omitempty"`
+	Precision       string     `json:"precision,omitempty"`
+	Backend         string     `json:"backend,omitempty"`
+	Deployment      Deployment `json:"deployment"`
+	Workload        Workload   `json:"workload"`
+	SLO             SLO        `json:"slo"`
+	DurationSeconds float64    `json:"durationSeconds"`
+	IntervalSeconds float64    `json:"intervalSeconds,omitempty"`
+	Seed            uint64     `json:"seed,omitempty"`
+}
+
+// Deployment is the serving topology.
+type Deployment struct {
+	Mode                string  `json:"mode"`
+	Router              string  `json:"router,omitempty"`
+	Agg                 *Pool   `json:"agg,omitempty"`
+	Prefill             *Pool   `json:"prefill,omitempty"`
+	Decode              *Pool   `json:"decode,omitempty"`
+	StartupDelaySeconds float64 `json:"startupDelaySeconds,omitempty"`
+}
+
+// Pool is one pool's workers.
+type Pool struct {
+	TP       int `json:"tp,omitempty"`
+	Replicas int `json:"replicas"`
+}
+
+// Workload is what arrives.
+type Workload struct {
+	Kind  string     `json:"kind"` // poisson | users | trace
+	Rate  *RateSpec  `json:"rate,omitempty"`
+	ISL   *DistSpec  `json:"isl,omitempty"`
+	OSL   *DistSpec  `json:"osl,omitempty"`
+	Users *UsersSpec `json:"users,omitempty"`
+	Trace *TraceSpec `json:"trace,omitempty"`
+}
+
+// RateSpec picks one rate profile (requests per second).
+type RateSpec struct {
+	Constant *float64          `json:"constant,omitempty"`
+	Step     *workload.Step    `json:"step,omitempty"`
+	Ramp     *workload.Ramp    `json:"ramp,omitempty"`
+	Diurnal  *workload.Diurnal `json:"diurnal,omitempty"`
+}
+
+// DistSpec picks one token-count distribution.
+type DistSpec struct {
+	Fixed     *int                `json:"fixed,omitempty"`
+	Normal    *workload.Normal    `json:"normal,omitempty"`
+	LogNormal *workload.LogNormal `json:"lognormal,omitempty"`
+}
+
+// UsersSpec is a concurrency-driven workload.
+type UsersSpec struct {
+	N           int     `json:"count"`
+	ThinkMs     int     `json:"thinkMs,omitempty"`
+	RampSeconds float64 `json:"rampSeconds,omitempty"`
+}
+
+// TraceSpec replays a trace file (relative to the scenario file).
+type TraceSpec struct {
+	File    string  `json:"file"`
+	Format  string  `json:"format"`
+	Speedup float64 `json:"speedup,omitempty"`
+	From    float64 `json:"fromSeconds,omitempty"`
+	To      float64 `json:"toSeconds,omitempty"`
+}
+
+// SLO is the latency target.
+type SLO struct {
+	TTFTMs float64 `json:"ttftMs"`
+	ITLMs  float64 `json:"itlMs"`
+}
+
+// Load reads and strictly decodes a scenario file.
+func Load(path string) (*Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scenario: %w", err)
+	}
+	var s Scenario
+	if err := yaml.UnmarshalStrict(b, &s); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	if s.Workload.Trace != nil && s.Workload.Trace.File != "" && !filepath.IsAbs(s.Workload.Trace.File) {
+		s.Workload.Trace.File = filepath.Join(filepath.Dir(path), s.Workload.Trace.File)
+	}
+	return &s, nil
+}
+
+// Build turns a scenario into a ready simulator; onRequest may be nil.
+func Build(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest func(sim.Record)) (*sim.Sim, error) {
+	if s.DurationSeconds <= 0 {
+		return nil, fmt.Errorf("durationSeconds: must be > 0")
+	}
+	m, err := cat.Model(s.Model)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	dev, err := cat.Device(s.GPU, s.Slice)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
+	be := perf.VLLM
+	if s.Backend != "" {
+		if be, err = perf.ParseBackend(s.Backend); err != nil {
+			return nil, fmt.Errorf("backend: %w", err)
+		}
+	}
+	var prec catalog.Precision
+	if s.Precision != "" {
+		if prec, err = catalog.ParsePrecision(s.Precision); err != nil {
+			return nil, fmt.Errorf("precision: %w", err)
+		}
+	}
+	mkWorker := func(field string, p *Pool) (*perf.Worker, error) {
+		if p == nil {
+			return nil, fmt.Errorf("deployment.%s: missing", field)
+		}
+		if p.Replicas < 0 {
+			return nil, fmt.Errorf("deployment.%s.replicas: must be >= 0", field)
+		}
+		w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: be, Weights: prec, TP: p.TP}, params)
+		if err != nil {
+			return nil, fmt.Errorf("deployment.%s: %w", field, err)
+		}
+		return w, nil
+	}
+	d := s.Deployment
+	cfg := sim.Config{Router: d.Router, Interval: s.IntervalSeconds,
+		TTFTSLO: s.SLO.TTFTMs / 1e3, ITLSLO: s.SLO.ITLMs / 1e3}
+	switch d.Mode {
+	case "agg", "":
+		w, err := mkWorker("agg", d.Agg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Pools = []sim.PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: d.Agg.Replicas, StartupDelay: d.StartupDelaySeconds}}
+	case "disagg":
+		pw, err := mkWorker("prefill", d.Prefill)
+		if err != nil {
+			return nil, err
+		}
+		dw, err := mkWorker("decode", d.Decode)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Pools = []sim.PoolSpec{
+			{Name: "prefill", Role: engine.Prefill, Worker: pw, Replicas: d.Prefill.Replicas, StartupDelay: d.StartupDelaySeconds},
+			{Name: "decode", Role: engine.Decode, Worker: dw, Replicas: d.Decode.Replicas, StartupDelay: d.StartupDelaySeconds}}
+		cfg.KVTransfer = func(isl int) float64 { return perf.KVTransferTime(isl, pw, dw, true) }
+	default:
+		return nil, fmt.Errorf("deployment.mode: %q is not agg or disagg", d.Mode)
+	}
+	rng := rand.New(rand.NewPCG(s.Seed, 0x9e3779b97f4a7c15))
+	src, users, err := buildWorkload(s, rng)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Users = users
+	cfg.DrainTimeout = 600
+	cfg.OnRequest = onRequest
+	return sim.New(cfg, src)
+}

@@ -1,0 +1,109 @@
+package scenario
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+
+	"github.com/gpuplane/gpuplane/internal/sim"
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
+
+func (d *DistSpec) build(field string) (workload.Dist, error) {
+	if d == nil {
+		return nil, fmt.Errorf("workload.%s: missing (fixed, normal or lognormal)", field)
+	}
+	n := 0
+	var out workload.Dist
+	if d.Fixed != nil {
+		if *d.Fixed < 1 {
+			return nil, fmt.Errorf("workload.%s.fixed: must be >= 1", field)
+		}
+		out, n = workload.Fixed{N: *d.Fixed}, n+1
+	}
+	if d.Normal != nil {
+		out, n = *d.Normal, n+1
+	}
+	if d.LogNormal != nil {
+		out, n = *d.LogNormal, n+1
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("workload.%s: give exactly one of fixed, normal, lognormal", field)
+	}
+	return out, nil
+}
+
+func (r *RateSpec) build() (workload.Rate, error) {
+	if r == nil {
+		return nil, fmt.Errorf("workload.rate: missing (constant, step, ramp or diurnal)")
+	}
+	n := 0
+	var out workload.Rate
+	if r.Constant != nil {
+		out, n = workload.Constant(*r.Constant), n+1
+	}
+	if r.Step != nil {
+		out, n = *r.Step, n+1
+	}
+	if r.Ramp != nil {
+		out, n = *r.Ramp, n+1
+	}
+	if r.Diurnal != nil {
+		out, n = *r.Diurnal, n+1
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("workload.rate: give exactly one of constant, step, ramp, diurnal")
+	}
+	return out, nil
+}
+
+func buildWorkload(s *Scenario, rng *rand.Rand) (workload.Source, *sim.Users, error) {
+	w := s.Workload
+	switch w.Kind {
+	case "poisson":
+		rate, err := w.Rate.build()
+		if err != nil {
+			return nil, nil, err
+		}
+		isl, err := w.ISL.build("isl")
+		if err != nil {
+			return nil, nil, err
+		}
+		osl, err := w.OSL.build("osl")
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := workload.NewPoisson(rate, isl, osl, s.DurationSeconds, rng)
+		return p, nil, err
+	case "users":
+		if w.Users == nil || w.Users.N < 1 {
+			return nil, nil, fmt.Errorf("workload.users.count: must be >= 1")
+		}
+		isl, err := w.ISL.build("isl")
+		if err != nil {
+			return nil, nil, err
+		}
+		osl, err := w.OSL.build("osl")
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, &sim.Users{N: w.Users.N, ISL: isl, OSL: osl, Think: workload.Fixed{N: max(w.Users.ThinkMs, 0)},
+			Ramp: w.Users.RampSeconds, Duration: s.DurationSeconds, Rng: rng}, nil
+	case "trace":
+		t := w.Trace
+		if t == nil || t.File == "" {
+			return nil, nil, fmt.Errorf("workload.trace.file: missing")
+		}
+		f, err := os.Open(t.File)
+		if err != nil {
+			return nil, nil, fmt.Errorf("workload.trace.file: %w", err)
+		}
+		to := t.To
+		if to == 0 {
+			to = t.From + s.DurationSeconds*max(t.Speedup, 1)
+		}
+		r, err := workload.NewReplay(f, t.Format, workload.ReplayOptions{Speedup: t.Speedup, From: t.From, To: to})
+		return r, nil, err
+	}
+	return nil, nil, fmt.Errorf("workload.kind: %q is not poisson, users or trace", w.Kind)
+}
