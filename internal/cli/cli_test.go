@@ -159,6 +159,15 @@ func TestSimulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "simulate-burst.json", out)
+	html2 := filepath.Join(dir, "r2.html")
+	if _, _, err := run(t, "simulate", "-f", "../../examples/burst.yaml", "-o", html2); err != nil {
+		t.Fatal(err)
+	}
+	if b1, _ := os.ReadFile(html); true {
+		if b2, _ := os.ReadFile(html2); string(b1) != string(b2) {
+			t.Error("-o report.html should write the same report as --report")
+		}
+	}
 	page, _ := os.ReadFile(html)
 	if !strings.Contains(string(page), "<svg") || strings.Contains(string(page), "<script") || strings.Contains(string(page), "src=\"http") {
 		t.Error("the report must be self-contained HTML with inline SVG charts")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -88,6 +89,9 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 				level = slog.LevelDebug
 			}
 			g.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+			if cmd.Name() == "simulate" && strings.HasSuffix(g.output, ".html") {
+				return nil // simulate -o report.html names its report
+			}
 			_, err := g.format()
 			return err
 		},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -39,11 +40,15 @@ func newSimulateCmd(g *globals) *cobra.Command {
 pools) under a workload (Poisson over a rate profile, N users, or a trace replay) and
 reports SLO attainment, goodput, latency percentiles, GPU-hours and per-interval series.
 
-  gpuplane simulate -f examples/burst.yaml --report report.html --json summary.json`,
+  gpuplane simulate -f examples/burst.yaml -o report.html --json summary.json --requests requests.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
 				return fmt.Errorf("-f: a scenario file is required (see examples/)")
+			}
+			if strings.HasSuffix(g.output, ".html") {
+				// `simulate -o report.html` names the report, as in `--report`.
+				htmlOut, g.output = g.output, string(output.Table)
 			}
 			env, err := g.env()
 			if err != nil {
@@ -62,10 +67,10 @@ reports SLO attainment, goodput, latency percentiles, GPU-hours and per-interval
 				}
 				defer f.Close()
 				cw := csv.NewWriter(f)
-				_ = cw.Write([]string{"id", "arrival_s", "isl", "osl", "ttft_ms", "itl_ms", "e2e_ms"})
+				_ = cw.Write([]string{"id", "worker", "arrival_s", "isl", "osl", "ttft_ms", "itl_ms", "e2e_ms"})
 				ff := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 				onReq = func(r sim.Record) {
-					_ = cw.Write([]string{strconv.FormatInt(r.ID, 10), ff(r.ArrivalS), strconv.Itoa(r.ISL), strconv.Itoa(r.OSL), ff(r.TTFTms), ff(r.ITLms), ff(r.E2E)})
+					_ = cw.Write([]string{strconv.FormatInt(r.ID, 10), r.Worker, ff(r.ArrivalS), strconv.Itoa(r.ISL), strconv.Itoa(r.OSL), ff(r.TTFTms), ff(r.ITLms), ff(r.E2E)})
 				}
 				flush = func() error { cw.Flush(); return cw.Error() }
 			}
@@ -108,7 +113,7 @@ reports SLO attainment, goodput, latency percentiles, GPU-hours and per-interval
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "scenario YAML")
-	cmd.Flags().StringVar(&htmlOut, "report", "", "write a self-contained HTML report")
+	cmd.Flags().StringVar(&htmlOut, "report", "", "write a self-contained HTML report (also: -o FILE.html)")
 	cmd.Flags().StringVar(&jsonOut, "json", "", "write the summary as JSON")
 	cmd.Flags().StringVar(&reqOut, "requests", "", "write one CSV row per finished request")
 	return cmd

@@ -56,7 +56,9 @@ type Config struct {
 
 // Record is one finished request.
 type Record struct {
-	ID                 int64
+	ID int64
+	// Worker is the pool and index of the worker that produced the last token, e.g. "decode/0".
+	Worker             string
 	ArrivalS           float64
 	ISL, OSL           int
 	TTFTms, ITLms, E2E float64
@@ -75,6 +77,7 @@ type Users struct {
 }
 
 type worker struct {
+	index    int
 	pool     *pool
 	eng      *engine.Engine
 	readyAt  float64
@@ -89,6 +92,8 @@ type pool struct {
 	workers []*worker
 	rr      int
 }
+
+func (w *worker) name() string { return fmt.Sprintf("%s/%d", w.pool.spec.Name, w.index) }
 
 func (p *pool) active(now float64) []*worker {
 	var out []*worker
@@ -216,7 +221,7 @@ func (s *Sim) arrive(a workload.Request) error {
 func (s *Sim) addWorker(p *pool, now, delay float64) error {
 	cfg := p.spec.Worker.Config()
 	mem := p.spec.Worker.Memory()
-	w := &worker{pool: p, readyAt: now + delay, started: now, stopped: math.Inf(1)}
+	w := &worker{index: len(p.workers), pool: p, readyAt: now + delay, started: now, stopped: math.Inf(1)}
 	eng, err := engine.New(engine.Config{Role: p.spec.Role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
 		KVTokens: mem.KVTokens}, p.spec.Worker, sinkFor{s, w})
 	if err != nil {
@@ -372,7 +377,7 @@ func (k sinkFor) Finished(er *engine.Request, t float64) {
 	}
 	s.rec.finished(r, t)
 	if s.cfg.OnRequest != nil {
-		rec := Record{ID: r.ID, ArrivalS: r.arrival, ISL: r.ISL, OSL: r.OSL, TTFTms: (r.first - r.arrival) * 1e3, E2E: (t - r.arrival) * 1e3}
+		rec := Record{ID: r.ID, Worker: k.w.name(), ArrivalS: r.arrival, ISL: r.ISL, OSL: r.OSL, TTFTms: (r.first - r.arrival) * 1e3, E2E: (t - r.arrival) * 1e3}
 		if r.OSL > 1 {
 			rec.ITLms = (t - r.first) / float64(r.OSL-1) * 1e3
 		}
