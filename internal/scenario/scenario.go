@@ -148,6 +148,14 @@ func Build(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest fun
 		if err != nil {
 			return nil, fmt.Errorf("deployment.%s: %w", field, err)
 		}
+		// Fail before simulating when a typical request cannot be held.
+		seq := s.Workload.ISL.typical() + s.Workload.OSL.typical()
+		if field == "prefill" {
+			seq = s.Workload.ISL.typical() + 1
+		}
+		if err := w.CheckFit(max(seq, 1)); err != nil {
+			return nil, fmt.Errorf("deployment.%s: %w; %s", field, err, perf.SuggestFit(w.Config(), params, cat, max(seq, 1)))
+		}
 		return w, nil
 	}
 	d := s.Deployment

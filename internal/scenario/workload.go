@@ -107,3 +107,18 @@ func buildWorkload(s *Scenario, rng *rand.Rand) (workload.Source, *sim.Users, er
 	}
 	return nil, nil, fmt.Errorf("workload.kind: %q is not poisson, users or trace", w.Kind)
 }
+
+// typical is the distribution's central value (0 when unknown, e.g. traces).
+func (d *DistSpec) typical() int {
+	switch {
+	case d == nil:
+		return 0
+	case d.Fixed != nil:
+		return *d.Fixed
+	case d.Normal != nil:
+		return int(d.Normal.Mean)
+	case d.LogNormal != nil:
+		return int(d.LogNormal.Median)
+	}
+	return 0
+}
