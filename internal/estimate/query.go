@@ -48,30 +48,6 @@ func Defaults() Query {
 		TP: 1, PP: 1, Workers: 1, PrefillWorkers: 1, DecodeWorkers: 1, ISL: 4000, OSL: 500, Concurrency: 32}
 }
 
-// Fill sets unset fields from d.
-func (q *Query) Fill(d Query) {
-	setS := func(v *string, def string) {
-		if *v == "" {
-			*v = def
-		}
-	}
-	setI := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	setS(&q.Model, d.Model)
-	setS(&q.GPU, d.GPU)
-	setS(&q.Backend, d.Backend)
-	setS(&q.Mode, d.Mode)
-	setI(&q.ISL, d.ISL)
-	setI(&q.OSL, d.OSL)
-	setI(&q.Concurrency, d.Concurrency)
-	setI(&q.Workers, 1)
-	setI(&q.PrefillWorkers, 1)
-	setI(&q.DecodeWorkers, 1)
-}
-
 // Env is what an estimate reads: the catalog and the model parameters.
 type Env struct {
 	Catalog *catalog.Catalog

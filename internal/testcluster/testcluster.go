@@ -166,7 +166,7 @@ func Start(ctx context.Context, opt Options) (_ *Cluster, err error) {
 		"--initial-cluster=gpuplane="+peerURL, "--unsafe-no-fsync", "--log-level=warn"); err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health", ""); err != nil {
+	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health"); err != nil {
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
 	host := "https://127.0.0.1:" + strconv.Itoa(apiPort)
@@ -191,7 +191,7 @@ func Start(ctx context.Context, opt Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, &http.Client{Transport: tr, Timeout: 5 * time.Second}, host+"/readyz", ""); err != nil {
+	if err := waitHTTP(ctx, &http.Client{Transport: tr, Timeout: 5 * time.Second}, host+"/readyz"); err != nil {
 		return nil, fmt.Errorf("kube-apiserver: %w", err)
 	}
 	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
@@ -310,7 +310,7 @@ func (c *Cluster) waitServiceAccount(ctx context.Context) error {
 	}
 }
 
-func waitHTTP(ctx context.Context, client *http.Client, url, _ string) error {
+func waitHTTP(ctx context.Context, client *http.Client, url string) error {
 	var last error
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
