@@ -98,23 +98,21 @@ func (w *Worker) CheckFit(seqTokens int) error {
 	if mem.KVTokens >= seqTokens {
 		return nil
 	}
-	need, have := w.fitBytes(seqTokens)
+	need, have := w.fitBytes(mem, seqTokens)
 	return &FitError{Model: w.cfg.Model.Name, Device: w.cfg.Device.Name(), TP: w.cfg.TP, PP: w.cfg.PP,
 		NeedGB: need / 1e9, HaveGB: have / 1e9}
 }
 
 // fitBytes is what one request needs and what the engine's share of the device offers.
-func (w *Worker) fitBytes(seqTokens int) (need, have float64) {
-	mem := w.Memory()
-	dev := w.cfg.Device.MemoryGiB * gib
-	need = w.WeightsBytesPerGPU() + w.ActivationBytes() + mem.ReserveGiB*gib + float64(seqTokens)*mem.KVBytesPerToken
-	have = dev * w.cfg.MemoryUtilization
+func (w *Worker) fitBytes(mem Memory, seqTokens int) (need, have float64) {
+	fixed := (mem.WeightsGiB + mem.ActivationGiB + mem.ReserveGiB) * gib
+	kv := float64(seqTokens) * mem.KVBytesPerToken
+	dev := mem.DeviceGiB * gib
 	if w.be.MemoryOfFree {
 		// TensorRT-LLM only takes a share of what is free for the cache.
-		need = w.WeightsBytesPerGPU() + w.ActivationBytes() + mem.ReserveGiB*gib + float64(seqTokens)*mem.KVBytesPerToken/w.cfg.MemoryUtilization
-		have = dev
+		return fixed + kv/w.cfg.MemoryUtilization, dev
 	}
-	return need, have
+	return fixed + kv, dev * w.cfg.MemoryUtilization
 }
 
 // SuggestFit finds the smallest TP of the same device, and the smallest

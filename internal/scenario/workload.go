@@ -59,17 +59,19 @@ func (r *RateSpec) build() (workload.Rate, error) {
 
 func buildWorkload(s *Scenario, rng *rand.Rand) (workload.Source, *sim.Users, error) {
 	w := s.Workload
+	sizes := func() (isl, osl workload.Dist, err error) {
+		if isl, err = w.ISL.build("isl"); err == nil {
+			osl, err = w.OSL.build("osl")
+		}
+		return isl, osl, err
+	}
 	switch w.Kind {
 	case "poisson":
 		rate, err := w.Rate.build()
 		if err != nil {
 			return nil, nil, err
 		}
-		isl, err := w.ISL.build("isl")
-		if err != nil {
-			return nil, nil, err
-		}
-		osl, err := w.OSL.build("osl")
+		isl, osl, err := sizes()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -79,11 +81,7 @@ func buildWorkload(s *Scenario, rng *rand.Rand) (workload.Source, *sim.Users, er
 		if w.Users == nil || w.Users.N < 1 {
 			return nil, nil, fmt.Errorf("workload.users.count: must be >= 1")
 		}
-		isl, err := w.ISL.build("isl")
-		if err != nil {
-			return nil, nil, err
-		}
-		osl, err := w.OSL.build("osl")
+		isl, osl, err := sizes()
 		if err != nil {
 			return nil, nil, err
 		}

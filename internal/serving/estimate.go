@@ -151,9 +151,9 @@ func measure(res *Result, build setup, wl Workload, opt Options) error {
 		res.SimulatedSeconds += first.simSeconds
 		res.Iterations += first.iterations
 	}
-	summarise(res, samples, wl.OSL, steady.window)
+	summarise(res, samples)
 	// Throughput is the steady state's, whatever the latencies include.
-	if steady.window > 0 {
+	if steady.window > 0 && res.GPUs > 0 {
 		n := float64(len(steady.samples))
 		res.RequestsPerS = n / steady.window
 		res.OutputTokensPerS = n * float64(wl.OSL) / steady.window

@@ -40,7 +40,8 @@ type Result struct {
 
 type sample struct{ ttft, tpot, e2e float64 }
 
-func summarise(r *Result, s []sample, osl int, window float64) {
+// summarise fills the latency statistics of r from the measured samples.
+func summarise(r *Result, s []sample) {
 	if len(s) == 0 {
 		return
 	}
@@ -64,13 +65,6 @@ func summarise(r *Result, s []sample, osl int, window float64) {
 	r.TTFTP99ms = quantile(ttfts, 0.99) * 1e3
 	r.TPOTP99ms = quantile(tpots, 0.99) * 1e3
 	r.MeasuredRequests = len(s)
-	if window > 0 {
-		r.RequestsPerS = n / window
-		r.OutputTokensPerS = n * float64(osl) / window
-	}
-	if r.GPUs > 0 {
-		r.OutputTokensPerSPerGPU = r.OutputTokensPerS / float64(r.GPUs)
-	}
 	if r.TPOTms > 0 {
 		r.OutputTokensPerSPerUser = 1e3 / r.TPOTms
 	}

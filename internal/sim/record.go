@@ -110,7 +110,8 @@ func (r *recorder) arrived(t float64) {
 
 func (r *recorder) rejected(float64) { r.rejects++ }
 
-func (r *recorder) finished(q *request, t float64) {
+// finished records a completed request and returns its per-request record.
+func (r *recorder) finished(q *request, t float64) Record {
 	ttft := q.first - q.arrival
 	itl := 0.0
 	if q.OSL > 1 {
@@ -133,6 +134,7 @@ func (r *recorder) finished(q *request, t float64) {
 		r.met++
 		r.curMet++
 	}
+	return Record{ID: q.ID, ArrivalS: q.arrival, ISL: q.ISL, OSL: q.OSL, TTFTms: ttft * 1e3, ITLms: itl * 1e3, E2E: (t - q.arrival) * 1e3}
 }
 
 func pct(h *hist) Percentiles {

@@ -375,12 +375,9 @@ func (k sinkFor) Finished(er *engine.Request, t float64) {
 		s.after(land, func(now float64) error { return s.toDecode(r, now) })
 		return
 	}
-	s.rec.finished(r, t)
+	rec := s.rec.finished(r, t)
 	if s.cfg.OnRequest != nil {
-		rec := Record{ID: r.ID, Worker: k.w.name(), ArrivalS: r.arrival, ISL: r.ISL, OSL: r.OSL, TTFTms: (r.first - r.arrival) * 1e3, E2E: (t - r.arrival) * 1e3}
-		if r.OSL > 1 {
-			rec.ITLms = (t - r.first) / float64(r.OSL-1) * 1e3
-		}
+		rec.Worker = k.w.name()
 		s.cfg.OnRequest(rec)
 	}
 	delete(s.reqs, r.ID)
