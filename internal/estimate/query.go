@@ -74,6 +74,10 @@ type Output struct {
 	Error     string `json:"error,omitempty"`
 }
 
+// BaseConfig resolves the query's model, device, backend, precisions and
+// scheduler overrides; parallelism is left to the caller.
+func BaseConfig(env Env, q Query) (perf.Config, error) { return baseConfig(env, q) }
+
 // baseConfig resolves the query's model, device, backend and precisions.
 func baseConfig(env Env, q Query) (perf.Config, error) {
 	m, err := env.Catalog.Model(q.Model)

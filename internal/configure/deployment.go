@@ -1,0 +1,139 @@
+package configure
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/serving"
+)
+
+// deployment is a candidate: an aggregated pool, or a prefill and a decode
+// pool, with worker counts and the operating point the search chose.
+type deployment struct {
+	mode     string
+	agg      *engine
+	aggPt    Point
+	pre, dec *engine
+	decPt    Point
+	preCap   float64 // requests/s one prefill worker takes within the TTFT budget
+	transfer float64 // ms of KV hand-off
+	w        int     // agg workers
+	np, nd   int     // prefill and decode workers
+	users    int     // concurrent users at the operating point
+	rate     float64 // analytic requests/s
+	bound    string  // what capped the worker counts
+	res      *serving.Result
+	meets    bool
+}
+
+func (d *deployment) usage() map[int]int {
+	u := map[int]int{}
+	if d.mode == "agg" {
+		u[d.agg.kind.idx] += d.w * d.agg.devices()
+		return u
+	}
+	u[d.pre.kind.idx] += d.np * d.pre.devices()
+	u[d.dec.kind.idx] += d.nd * d.dec.devices()
+	return u
+}
+
+func (d *deployment) gpus() float64 {
+	if d.mode == "agg" {
+		return float64(d.w) * d.agg.gpus()
+	}
+	return float64(d.np)*d.pre.gpus() + float64(d.nd)*d.dec.gpus()
+}
+
+func (d *deployment) devices() int {
+	n := 0
+	for _, v := range d.usage() {
+		n += v
+	}
+	return n
+}
+
+func (d *deployment) cost() float64 {
+	if d.mode == "agg" {
+		return float64(d.w) * d.agg.cost()
+	}
+	return float64(d.np)*d.pre.cost() + float64(d.nd)*d.dec.cost()
+}
+
+// fits reports whether the pool and the budget hold the deployment, and if
+// not, which limit it breaks.
+func (s *search) fits(d *deployment) (bool, string) {
+	for idx, n := range d.usage() {
+		if n > s.kinds[idx].entry.Count {
+			return false, fmt.Sprintf("the pool's %d %s", s.kinds[idx].entry.Count, s.kinds[idx].dev.Name())
+		}
+	}
+	if s.r.MaxGPUs > 0 && d.gpus() > s.r.MaxGPUs+1e-9 {
+		return false, fmt.Sprintf("the GPU budget of %g", s.r.MaxGPUs)
+	}
+	if s.r.MaxCostPerHour > 0 && d.cost() > s.r.MaxCostPerHour+1e-9 {
+		return false, fmt.Sprintf("the cost budget of %g/h", s.r.MaxCostPerHour)
+	}
+	return true, ""
+}
+
+// sameDomain places prefill and decode in one NVLink domain when they are
+// whole GPUs of one kind that fit in it together.
+func (d *deployment) sameDomain() bool {
+	if d.mode != "disagg" || d.pre.kind != d.dec.kind || !d.pre.kind.dev.Whole() {
+		return false
+	}
+	return d.np*d.pre.devices()+d.nd*d.dec.devices() <= d.pre.kind.dev.GPU.MaxTP()
+}
+
+func transferMs(isl int, pre, dec *engine, same bool) float64 {
+	return perf.KVTransferTime(isl, pre.w, dec.w, same) * 1e3
+}
+
+// prefillTTFT is the analytic mean TTFT of np prefill workers at rate.
+func (d *deployment) prefillTTFT(rate float64) float64 {
+	t1 := d.pre.points[0].TTFTms
+	maxRate := 0.0
+	for _, p := range d.pre.points {
+		maxRate = max(maxRate, p.RequestsPerS)
+	}
+	rho := rate / (float64(d.np) * maxRate)
+	if rho >= 1 {
+		return math.Inf(1)
+	}
+	return t1 + rho/(2*(1-rho))*1e3/maxRate + d.transfer
+}
+
+// analyticE2E is the request latency the composition predicts.
+func (d *deployment) analyticE2E(osl int) float64 {
+	if d.mode == "agg" {
+		return d.aggPt.E2Ems
+	}
+	return d.prefillTTFT(d.rate) + float64(osl-1)*d.decPt.ITLms
+}
+
+// verify runs the whole deployment at users concurrent users.
+func (s *search) verify(d *deployment, users int) (*serving.Result, error) {
+	s.sims++
+	wl := serving.Workload{ISL: s.r.ISL, OSL: s.r.OSL, Concurrency: max(users, 1)}
+	if d.mode == "agg" {
+		return serving.Aggregated(d.agg.w, d.w, wl, serving.Options{})
+	}
+	return serving.Disaggregated(serving.Disagg{Prefill: d.pre.w, Decode: d.dec.w, PrefillWorkers: d.np,
+		DecodeWorkers: d.nd, SameDomain: d.sameDomain()}, wl, serving.Options{})
+}
+
+// within reports whether a whole-deployment result meets the SLO, and if
+// not, which target it misses first.
+func (s *search) within(res *serving.Result) (bool, string) {
+	sl := s.r.SLA
+	switch {
+	case sl.TTFTms > 0 && res.TTFTms > sl.TTFTms:
+		return false, "ttft"
+	case sl.ITLms > 0 && res.TPOTms > sl.ITLms:
+		return false, "itl"
+	case sl.E2Ems > 0 && res.E2Ems > sl.E2Ems:
+		return false, "e2e"
+	}
+	return true, ""
+}

@@ -1,0 +1,288 @@
+package configure
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/serving"
+)
+
+// kind is one resolved pool entry.
+type kind struct {
+	idx   int
+	entry PoolEntry
+	dev   catalog.Device
+	maxTP int
+	// equiv is one device in GPU equivalents (its share of the GPU's compute).
+	equiv float64
+}
+
+// Point is one measured operating point of an engine: Concurrency requests
+// in flight on one worker.
+type Point struct {
+	Concurrency  int     `json:"concurrency"`
+	TTFTms       float64 `json:"ttft_ms"`
+	ITLms        float64 `json:"itl_ms"`
+	E2Ems        float64 `json:"e2e_ms"`
+	RequestsPerS float64 `json:"requests_per_s"`
+}
+
+// engine is one worker configuration in one role, with its sweep.
+type engine struct {
+	kind       *kind
+	role       string // agg, prefill, decode
+	tp, pp, ep int
+	w          *perf.Worker
+	points     []Point // ascending concurrency
+	maxConc    int
+	err        error // why it cannot serve (does not fit, invalid parallelism)
+}
+
+func (e *engine) devices() int       { return e.tp * e.pp }
+func (e *engine) gpus() float64      { return float64(e.devices()) * e.kind.equiv }
+func (e *engine) cost() float64      { return float64(e.devices()) * e.kind.entry.PricePerHour }
+func (e *engine) deviceName() string { return e.kind.dev.Name() }
+
+// label names the engine for tables and explanations.
+func (e *engine) label() string {
+	s := fmt.Sprintf("%s tp%d", e.deviceName(), e.tp)
+	if e.pp > 1 {
+		s += fmt.Sprintf(" pp%d", e.pp)
+	}
+	if e.ep > 1 {
+		s += fmt.Sprintf(" ep%d", e.ep)
+	}
+	return s
+}
+
+// sweepGrid is the concurrency ladder each engine is measured on; the
+// search then bisects between the last point inside the SLO and the first outside.
+var sweepGrid = []int{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024}
+
+// prefillGrid is enough to see a prefill engine's isolated latency and its
+// saturated rate: a few prompts fill the token budget.
+var prefillGrid = []int{1, 2, 4, 8}
+
+// resolve turns the pool into kinds and lists the engine configurations.
+func resolve(env Env, r *Request) ([]*kind, []*engine, error) {
+	var kinds []*kind
+	for i, p := range r.Pool {
+		d, err := env.Catalog.Device(p.Device, "")
+		if err != nil {
+			return nil, nil, fmt.Errorf("pool[%d].device: %w", i, err)
+		}
+		maxTP := d.GPU.MaxTP()
+		if p.GPUsPerNode > 0 {
+			maxTP = min(maxTP, p.GPUsPerNode)
+		}
+		if !d.Whole() {
+			maxTP = 1
+		}
+		kinds = append(kinds, &kind{idx: i, entry: p, dev: d, maxTP: min(maxTP, p.Count), equiv: d.ComputeFraction})
+	}
+	base, err := baseConfig(env, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	var engines []*engine
+	for _, k := range kinds {
+		for _, spec := range parallelisms(env, base, k, r.ISL+r.OSL) {
+			for _, role := range []string{"agg", "prefill", "decode"} {
+				if role == "agg" && !r.wants("agg") || role != "agg" && !r.wants("disagg") {
+					continue
+				}
+				cfg := base
+				cfg.Device, cfg.TP, cfg.PP, cfg.EP = k.dev, spec[0], spec[1], spec[2]
+				e := &engine{kind: k, role: role, tp: spec[0], pp: spec[1], ep: spec[2]}
+				e.w, e.err = perf.NewWorker(cfg, env.Params)
+				engines = append(engines, e)
+			}
+		}
+	}
+	return kinds, engines, nil
+}
+
+// parallelisms lists {tp, pp, ep} for a kind: every power-of-two TP the
+// node allows; PP across nodes only where even the largest TP does not
+// hold the model; EP = TP as an alternative for MoE models.
+func parallelisms(env Env, base perf.Config, k *kind, seq int) [][3]int {
+	var out [][3]int
+	m := base.Model
+	for tp := 1; tp <= k.maxTP; tp *= 2 {
+		out = append(out, [3]int{tp, 1, 1})
+		if m.MoE != nil && tp > 1 && m.MoE.Experts%tp == 0 {
+			out = append(out, [3]int{tp, 1, tp})
+		}
+	}
+	if k.dev.Whole() && k.maxTP > 1 {
+		cfg := base
+		cfg.Device, cfg.TP = k.dev, k.maxTP
+		if w, err := perf.NewWorker(cfg, env.Params); err == nil && w.CheckFit(seq) != nil {
+			for pp := 2; pp*k.maxTP <= k.entry.Count && pp <= 4; pp *= 2 {
+				out = append(out, [3]int{k.maxTP, pp, 1})
+			}
+		}
+	}
+	return out
+}
+
+// profile measures the engine over its concurrency ladder. Agg and decode
+// engines are then refined to the exact largest concurrency inside the SLO.
+func (e *engine) profile(r *Request) int {
+	if e.err != nil {
+		return 0
+	}
+	wl := serving.Workload{ISL: r.ISL, OSL: r.OSL}
+	need := r.ISL + r.OSL
+	if e.role == "prefill" {
+		need = r.ISL + 1
+	}
+	if err := e.w.CheckFit(need); err != nil {
+		e.err = err
+		return 0
+	}
+	cfg := e.w.Config()
+	e.maxConc = min(cfg.MaxSeqs, e.w.Memory().KVTokens/need)
+	grid := sweepGrid
+	if e.role == "prefill" {
+		grid = prefillGrid
+	}
+	runs := 0
+	add := func(c int) (Point, error) {
+		runs++
+		wl.Concurrency = c
+		p, err := e.run(wl)
+		if err == nil {
+			e.points = append(e.points, p)
+		}
+		return p, err
+	}
+	for _, c := range grid {
+		if c > e.maxConc {
+			break
+		}
+		if _, err := add(c); err != nil {
+			e.err = err
+			return runs
+		}
+	}
+	if n := len(e.points); n == 0 || e.points[n-1].Concurrency < e.maxConc && e.role != "prefill" {
+		if _, err := add(e.maxConc); err != nil {
+			e.err = err
+			return runs
+		}
+	}
+	if e.role == "prefill" {
+		return runs
+	}
+	// Bisect between the last point inside the SLO and the first outside.
+	lo, hi := -1, -1
+	for i, p := range e.points {
+		if e.meets(r, p) {
+			lo = i
+		} else if lo >= 0 && hi < 0 && i > lo {
+			hi = i
+		}
+	}
+	if lo >= 0 && hi == lo+1 {
+		a, b := e.points[lo].Concurrency, e.points[hi].Concurrency
+		for b-a > 1 {
+			mid := (a + b) / 2
+			p, err := add(mid)
+			if err != nil {
+				break
+			}
+			if e.meets(r, p) {
+				a = mid
+			} else {
+				b = mid
+			}
+		}
+		sort.Slice(e.points, func(i, j int) bool { return e.points[i].Concurrency < e.points[j].Concurrency })
+	}
+	return runs
+}
+
+func (e *engine) run(wl serving.Workload) (Point, error) {
+	var res *serving.Result
+	var err error
+	switch e.role {
+	case "agg":
+		res, err = serving.Aggregated(e.w, 1, wl, serving.Options{})
+	case "prefill":
+		res, err = serving.PrefillOnly(e.w, wl, serving.Options{})
+	default:
+		res, err = serving.DecodeOnly(e.w, wl, serving.Options{})
+	}
+	if err != nil {
+		return Point{}, err
+	}
+	return Point{Concurrency: wl.Concurrency, TTFTms: res.TTFTms, ITLms: res.TPOTms, E2Ems: res.E2Ems, RequestsPerS: res.RequestsPerS}, nil
+}
+
+// meets is the per-engine part of the SLO: agg engines answer all of it;
+// decode engines the ITL (their E2E depends on the prefill pool).
+func (e *engine) meets(r *Request, p Point) bool {
+	s := r.SLA
+	ok := s.ITLms == 0 || p.ITLms <= s.ITLms
+	if e.role == "agg" {
+		ok = ok && (s.TTFTms == 0 || p.TTFTms <= s.TTFTms) && (s.E2Ems == 0 || p.E2Ems <= s.E2Ems)
+	}
+	return ok
+}
+
+// best is the highest-throughput point inside the engine's part of the SLO.
+func (e *engine) best(r *Request) (Point, bool) {
+	var best Point
+	found := false
+	for _, p := range e.points {
+		if e.meets(r, p) && (!found || p.RequestsPerS > best.RequestsPerS) {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// next is the first measured point above c, the one that shows which limit binds.
+func (e *engine) next(c int) (Point, bool) {
+	for _, p := range e.points {
+		if p.Concurrency > c {
+			return p, true
+		}
+	}
+	return Point{}, false
+}
+
+// prefillCapacity is the request rate one prefill worker takes while the
+// mean TTFT stays within budget ms: Poisson arrivals queue for a server whose
+// isolated latency is the one-prompt TTFT and whose service time is the
+// saturated rate's inverse (M/D/1 waiting time). Returns 0 if even one
+// prompt misses the budget.
+func (e *engine) prefillCapacity(budgetMs float64) float64 {
+	if len(e.points) == 0 {
+		return 0
+	}
+	t1 := e.points[0].TTFTms
+	maxRate := 0.0
+	for _, p := range e.points {
+		maxRate = max(maxRate, p.RequestsPerS)
+	}
+	if maxRate == 0 || t1 > budgetMs {
+		return 0
+	}
+	s := 1e3 / maxRate // ms per request at saturation
+	k := (budgetMs - t1) / s
+	rho := min(2*k/(1+2*k), maxUtilisation)
+	return rho * maxRate
+}
+
+// maxUtilisation keeps a pool off saturation even when the SLO would allow it.
+const maxUtilisation = 0.95
+
+func isFit(err error) bool {
+	var fe *perf.FitError
+	return errors.As(err, &fe)
+}

@@ -1,0 +1,107 @@
+package configure
+
+// Pool is one worker pool of a deployment.
+type Pool struct {
+	Role   string `json:"role"` // agg, prefill or decode
+	Device string `json:"device"`
+	TP     int    `json:"tp"`
+	PP     int    `json:"pp,omitempty"`
+	EP     int    `json:"ep,omitempty"`
+	// Workers is the number of replicas; GPUsPerWorker the devices each one claims.
+	Workers       int `json:"workers"`
+	GPUsPerWorker int `json:"gpus_per_worker"`
+	// Batch is the requests one worker has in flight at the operating point.
+	Batch int `json:"batch"`
+	// CapacityRPS is the request rate one worker serves within the SLO.
+	CapacityRPS float64 `json:"capacity_requests_per_s"`
+	// Limit is what stops one worker from taking more.
+	Limit string `json:"limit"`
+}
+
+// Config is one candidate deployment and its predicted performance.
+type Config struct {
+	Rank    int    `json:"rank,omitempty"`
+	Mode    string `json:"mode"`
+	Agg     *Pool  `json:"agg,omitempty"`
+	Prefill *Pool  `json:"prefill,omitempty"`
+	Decode  *Pool  `json:"decode,omitempty"`
+	// GPUs counts GPU equivalents (a 1/2 vGPU is 0.5); Devices counts what
+	// the pods claim.
+	GPUs        float64 `json:"gpus"`
+	Devices     int     `json:"devices"`
+	CostPerHour float64 `json:"cost_per_hour,omitempty"`
+	// Concurrency is the users the deployment holds at once at this operating point.
+	Concurrency       int     `json:"concurrency"`
+	RequestsPerS      float64 `json:"requests_per_s"`
+	TTFTms            float64 `json:"ttft_ms"`
+	ITLms             float64 `json:"itl_ms"`
+	E2Ems             float64 `json:"e2e_ms"`
+	TokensPerS        float64 `json:"tokens_per_s"`
+	TokensPerSPerGPU  float64 `json:"tokens_per_s_per_gpu"`
+	TokensPerSPerUser float64 `json:"tokens_per_s_per_user"`
+	// TokensPerDollar is output tokens per unit of price (priced pools only).
+	TokensPerDollar float64 `json:"tokens_per_dollar,omitempty"`
+	KVTransferMs    float64 `json:"kv_transfer_ms,omitempty"`
+	MeetsSLO        bool    `json:"meets_slo"`
+	// Binding is the limit that caps this deployment; Why says why it ranks where it does.
+	Binding string `json:"binding"`
+	Why     string `json:"why,omitempty"`
+}
+
+// ParetoPoint is one operating point on the throughput/interactivity plane.
+type ParetoPoint struct {
+	Mode              string  `json:"mode"`
+	Label             string  `json:"label"`
+	TokensPerSPerGPU  float64 `json:"tokens_per_s_per_gpu"`
+	TokensPerSPerUser float64 `json:"tokens_per_s_per_user"`
+	TTFTms            float64 `json:"ttft_ms"`
+	ITLms             float64 `json:"itl_ms"`
+	MeetsSLO          bool    `json:"meets_slo"`
+}
+
+// Rejected is an engine that cannot serve at all, and why.
+type Rejected struct {
+	Engine string `json:"engine"`
+	Role   string `json:"role"`
+	Reason string `json:"reason"`
+}
+
+// Miss says how far the best achievable latency is from an unreachable SLO.
+type Miss struct {
+	BestTTFTms float64 `json:"best_ttft_ms"`
+	BestITLms  float64 `json:"best_itl_ms"`
+	BestE2Ems  float64 `json:"best_e2e_ms"`
+	Message    string  `json:"message"`
+}
+
+// Engines are the planner's units in autoscale mode.
+type Engines struct {
+	Prefill *Pool `json:"prefill"`
+	Decode  *Pool `json:"decode"`
+}
+
+// Result is a finished search.
+type Result struct {
+	Model      string        `json:"model"`
+	Backend    string        `json:"backend"`
+	Precision  string        `json:"precision"`
+	ISL        int           `json:"isl"`
+	OSL        int           `json:"osl"`
+	SLA        SLA           `json:"sla"`
+	Pick       Pick          `json:"pick"`
+	Load       float64       `json:"request_rate,omitempty"`
+	Users      int           `json:"concurrency,omitempty"`
+	Best       *Config       `json:"best"`
+	Candidates []Config      `json:"candidates"`
+	Pareto     []ParetoPoint `json:"pareto"`
+	// CandidatesEvaluated counts deployments scored (engine combinations x
+	// worker counts); Simulations the engine runs behind them.
+	CandidatesEvaluated int        `json:"candidates_evaluated"`
+	Simulations         int        `json:"simulations"`
+	Engines             *Engines   `json:"engines,omitempty"`
+	Unreachable         *Miss      `json:"unreachable,omitempty"`
+	Rejected            []Rejected `json:"rejected,omitempty"`
+	Explain             []string   `json:"explain,omitempty"`
+	// Curve holds every measured point, for the report's Pareto plot.
+	Curve []ParetoPoint `json:"-"`
+}

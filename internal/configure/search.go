@@ -1,0 +1,396 @@
+package configure
+
+import (
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// Env is what a search reads: the catalog and the model parameters.
+type Env = estimate.Env
+
+// Options tune a search.
+type Options struct {
+	// Progress, if set, is called as engine profiles finish (from several goroutines).
+	Progress func(done, total int)
+}
+
+type search struct {
+	env     Env
+	r       *Request
+	kinds   []*kind
+	engines []*engine
+	sims    int
+	scored  int
+	// pinned is autoscale's pair of best engines, reported first.
+	pinned *deployment
+}
+
+func baseConfig(env Env, r *Request) (perf.Config, error) {
+	return estimate.BaseConfig(env, estimate.Query{Model: r.Model, GPU: r.Pool[0].Device, Precision: r.Precision,
+		KVPrecision: r.KVPrecision, Backend: r.Backend})
+}
+
+// Search finds the best deployment for the request.
+func Search(env Env, req Request, opt Options) (*Result, error) {
+	r := req
+	if r.Pick == "" {
+		r.Pick = Throughput
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	kinds, engines, err := resolve(env, &r)
+	if err != nil {
+		return nil, err
+	}
+	s := &search{env: env, r: &r, kinds: kinds, engines: engines}
+	s.profile(opt.Progress)
+
+	var deps []*deployment
+	switch r.Pick {
+	case LoadMatch:
+		deps = s.loadMatch()
+	default:
+		deps = s.throughput()
+	}
+	if r.Pick == Autoscale {
+		s.autoscale()
+	}
+	res := s.result(deps)
+	s.explain(res)
+	return res, nil
+}
+
+// profile measures every engine on all cores.
+func (s *search) profile(progress func(done, total int)) {
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	var runs atomic.Int64
+	work := make(chan *engine)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for e := range work {
+				runs.Add(int64(e.profile(s.r)))
+				if progress != nil {
+					progress(int(done.Add(1)), len(s.engines))
+				}
+			}
+		})
+	}
+	for _, e := range s.engines {
+		work <- e
+	}
+	close(work)
+	wg.Wait()
+	s.sims += int(runs.Load())
+}
+
+func (s *search) byRole(role string) []*engine {
+	var out []*engine
+	for _, e := range s.engines {
+		if e.role == role && e.err == nil && len(e.points) > 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// decodePoint is the decode engine's highest-rate point inside the ITL.
+func (s *search) decodePoint(d *engine) (Point, bool) { return d.best(s.r) }
+
+// ttftBudget is what the SLO leaves the prefill pool (queue, compute and
+// KV hand-off) given the decode pool's ITL.
+func (s *search) ttftBudget(itl float64) float64 {
+	b := math.Inf(1)
+	if s.r.SLA.TTFTms > 0 {
+		b = s.r.SLA.TTFTms
+	}
+	if s.r.SLA.E2Ems > 0 {
+		b = min(b, s.r.SLA.E2Ems-float64(s.r.OSL-1)*itl)
+	}
+	return b
+}
+
+// pair builds a disaggregated candidate's engines and per-worker rates, or
+// nil when the pair cannot meet the SLO at any load.
+func (s *search) pair(p, d *engine) *deployment {
+	dp, ok := s.decodePoint(d)
+	if !ok {
+		return nil
+	}
+	dep := &deployment{mode: "disagg", pre: p, dec: d, decPt: dp}
+	// Hand-off assuming one domain when the kinds allow it; re-checked per worker count.
+	same := p.kind == d.kind && p.kind.dev.Whole() && p.devices()+d.devices() <= p.kind.dev.GPU.MaxTP()
+	dep.transfer = transferMs(s.r.ISL, p, d, same)
+	budget := s.ttftBudget(dp.ITLms) - dep.transfer
+	if math.IsInf(budget, 1) {
+		budget = 1e12
+	}
+	dep.preCap = p.prefillCapacity(budget)
+	if dep.preCap <= 0 {
+		return nil
+	}
+	return dep
+}
+
+// throughput sizes every engine combination to the most goodput the pool
+// and budget allow.
+func (s *search) throughput() []*deployment {
+	var out []*deployment
+	if s.r.wants("agg") {
+		for _, e := range s.byRole("agg") {
+			pt, ok := e.best(s.r)
+			if !ok {
+				continue
+			}
+			d := &deployment{mode: "agg", agg: e, aggPt: pt}
+			for w := 1; ; w++ {
+				d.w = w
+				s.scored++
+				if ok, why := s.fits(d); !ok {
+					d.w, d.bound = w-1, why
+					break
+				}
+			}
+			if d.w > 0 {
+				d.rate, d.users = float64(d.w)*pt.RequestsPerS, d.w*pt.Concurrency
+				out = append(out, d)
+			}
+		}
+	}
+	if s.r.wants("disagg") {
+		for _, p := range s.byRole("prefill") {
+			for _, dec := range s.byRole("decode") {
+				if d := s.sizeDisagg(p, dec); d != nil {
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	s.settle(out)
+	return out
+}
+
+// sizeDisagg gives a prefill/decode engine pair the worker counts that
+// carry the most requests the pool and budget allow, rate-matched.
+func (s *search) sizeDisagg(p, dec *engine) *deployment {
+	base := s.pair(p, dec)
+	if base == nil {
+		return nil
+	}
+	var best *deployment
+	for np := 1; ; np++ {
+		d := *base
+		d.np, d.nd = np, 1
+		if ok, _ := s.fits(&d); !ok {
+			break
+		}
+		// Decode workers to match np prefill workers, as many as fit.
+		want := int(math.Ceil(float64(np) * d.preCap / d.decPt.RequestsPerS))
+		for nd := 1; nd <= max(want, 1); nd++ {
+			d.nd = nd
+			s.scored++
+			if ok, why := s.fits(&d); !ok {
+				d.nd, d.bound = nd-1, why
+				break
+			}
+		}
+		if d.nd == 0 {
+			break
+		}
+		d.rate = math.Min(float64(d.np)*d.preCap, float64(d.nd)*d.decPt.RequestsPerS)
+		if best == nil || d.rate > best.rate+1e-9 || math.Abs(d.rate-best.rate) <= 1e-9 && d.gpus() < best.gpus() {
+			c := d
+			best = &c
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	if best.bound == "" {
+		// The last np that fitted stopped because the next did not.
+		n := *best
+		n.np++
+		_, best.bound = s.fits(&n)
+	}
+	best.transfer = transferMs(s.r.ISL, p, dec, best.sameDomain())
+	best.users = max(1, int(math.Round(best.rate*best.analyticE2E(s.r.OSL)/1e3)))
+	return best
+}
+
+// loadMatch sizes every engine combination to the load with the fewest GPUs.
+func (s *search) loadMatch() []*deployment {
+	var out []*deployment
+	rate, users := s.r.RequestRate, s.r.Concurrency
+	if s.r.wants("agg") {
+		for _, e := range s.byRole("agg") {
+			pt, ok := e.best(s.r)
+			if !ok {
+				continue
+			}
+			d := &deployment{mode: "agg", agg: e, aggPt: pt, bound: "load"}
+			if users > 0 {
+				d.w = ceilDiv(users, pt.Concurrency)
+				d.users = users
+			} else {
+				d.w = int(math.Ceil(rate / pt.RequestsPerS))
+				d.users = max(1, int(math.Ceil(rate*pt.E2Ems/1e3)))
+			}
+			s.scored++
+			d.rate = rate
+			out = append(out, d)
+		}
+	}
+	if s.r.wants("disagg") {
+		for _, p := range s.byRole("prefill") {
+			for _, dec := range s.byRole("decode") {
+				d := s.pair(p, dec)
+				if d == nil {
+					continue
+				}
+				d.bound = "load"
+				s.scored++
+				if users > 0 {
+					d.nd = ceilDiv(users, d.decPt.Concurrency)
+					d.np = 1
+					d.rate = float64(users) / (d.prefillTTFT(0) + float64(s.r.OSL-1)*d.decPt.ITLms) * 1e3
+					d.np = int(math.Ceil(d.rate / d.preCap))
+					d.users = users
+				} else {
+					d.np = int(math.Ceil(rate / d.preCap))
+					d.nd = int(math.Ceil(rate / d.decPt.RequestsPerS))
+					d.rate = rate
+					d.transfer = transferMs(s.r.ISL, p, dec, d.sameDomain())
+					d.users = max(1, int(math.Ceil(rate*d.analyticE2E(s.r.OSL)/1e3)))
+				}
+				d.transfer = transferMs(s.r.ISL, p, dec, d.sameDomain())
+				out = append(out, d)
+			}
+		}
+	}
+	s.settle(out)
+	return out
+}
+
+// settle verifies the most promising candidates as whole deployments and
+// moves each to the operating point that really meets the SLO.
+func (s *search) settle(deps []*deployment) {
+	s.sortAnalytic(deps)
+	n := min(len(deps), max(2*s.r.top(), 12))
+	for _, d := range deps[:n] {
+		if s.r.Pick == LoadMatch {
+			s.settleLoad(d)
+		} else {
+			s.settleMax(d)
+		}
+	}
+}
+
+// settleMax finds the most users the deployment holds inside the SLO.
+func (s *search) settleMax(d *deployment) {
+	res, err := s.verify(d, d.users)
+	if err != nil {
+		return
+	}
+	if ok, _ := s.within(res); ok {
+		d.res, d.meets = res, true
+		return
+	}
+	lo, hi := 0, d.users
+	var best = res
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		r, err := s.verify(d, mid)
+		if err != nil {
+			return
+		}
+		if ok, _ := s.within(r); ok {
+			lo, best = mid, r
+		} else {
+			hi = mid
+		}
+	}
+	d.res = best
+	if lo > 0 {
+		d.users, d.meets = lo, true
+		return
+	}
+	d.users = 1
+}
+
+// settleLoad checks the deployment at the target load and adds a worker to
+// the pool whose latency misses, a few times, while the pool allows.
+func (s *search) settleLoad(d *deployment) {
+	for try := 0; try < 4; try++ {
+		users := d.users
+		if s.r.Concurrency == 0 {
+			// Users that produce the target rate: Little's law on the run's own latency.
+			r, err := s.verify(d, users)
+			if err != nil {
+				return
+			}
+			users = max(1, int(math.Ceil(s.r.RequestRate*r.E2Ems/1e3)))
+		}
+		res, err := s.verify(d, users)
+		if err != nil {
+			return
+		}
+		d.res, d.users = res, users
+		ok, miss := s.within(res)
+		if fit, why := s.fits(d); !fit {
+			d.bound, d.meets = why, false
+			return
+		}
+		if ok {
+			d.meets = true
+			return
+		}
+		switch {
+		case d.mode == "agg":
+			d.w++
+		case miss == "ttft":
+			d.np++
+		default:
+			d.nd++
+		}
+	}
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / max(b, 1) }
+
+// efficiency is the ranking key: goodput per GPU, or per unit of price.
+func (s *search) efficiency(tokens, gpus, cost float64) float64 {
+	if s.r.priced() {
+		return tokens / cost
+	}
+	return tokens / gpus
+}
+
+func (s *search) sortAnalytic(deps []*deployment) {
+	key := func(d *deployment) float64 {
+		if s.r.Pick == LoadMatch {
+			if s.r.priced() {
+				return -d.cost()
+			}
+			return -d.gpus()
+		}
+		return s.efficiency(d.rate*float64(s.r.OSL), d.gpus(), d.cost())
+	}
+	sort.SliceStable(deps, func(i, j int) bool { return key(deps[i]) > key(deps[j]) })
+}
+
+func (s *search) precision() string {
+	for _, e := range s.engines {
+		if e.w != nil {
+			c := e.w.Config()
+			return string(c.Weights) + "/" + string(c.KV)
+		}
+	}
+	return s.r.Precision
+}

@@ -1,0 +1,143 @@
+package manifest
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gpuplane/gpuplane/internal/configure"
+)
+
+// DefaultImages are the engines' public images; pin a version with --image.
+var DefaultImages = map[string]string{
+	"vllm":   "vllm/vllm-openai:latest",
+	"sglang": "lmsysorg/sglang:latest",
+	"trtllm": "nvcr.io/nvidia/tensorrt-llm/release:latest",
+}
+
+// configDir is where extra engine configuration is mounted.
+const configDir = "/etc/gpuplane"
+
+// trtllmDisagg turns on TensorRT-LLM's KV cache transceiver for a P/D worker.
+const trtllmDisagg = "cache_transceiver_config:\n  backend: DEFAULT\n"
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// EngineArgs is the command line of one worker of pool p.
+func EngineArgs(backend, model string, p *configure.Pool) []string {
+	pp := max(p.PP, 1)
+	switch backend {
+	case "sglang":
+		a := []string{"python3", "-m", "sglang.launch_server", "--model-path", model, "--host", "0.0.0.0", "--port", itoa(Port),
+			"--tp", itoa(p.TP), "--max-running-requests", itoa(p.Batch)}
+		if pp > 1 {
+			a = append(a, "--pp-size", itoa(pp))
+		}
+		if p.EP > 1 {
+			a = append(a, "--ep-size", itoa(p.EP))
+		}
+		if p.Role != "agg" {
+			a = append(a, "--disaggregation-mode", p.Role, "--disaggregation-transfer-backend", "nixl")
+		}
+		return a
+	case "trtllm":
+		a := []string{"trtllm-serve", model, "--host", "0.0.0.0", "--port", itoa(Port), "--backend", "pytorch",
+			"--tp_size", itoa(p.TP), "--pp_size", itoa(pp), "--max_batch_size", itoa(p.Batch)}
+		if p.EP > 1 {
+			a = append(a, "--ep_size", itoa(p.EP))
+		}
+		if p.Role != "agg" {
+			a = append(a, "--extra_llm_api_options", configDir+"/disagg.yaml")
+		}
+		return a
+	}
+	a := []string{"vllm", "serve", model, "--host", "0.0.0.0", "--port", itoa(Port),
+		"--tensor-parallel-size", itoa(p.TP), "--max-num-seqs", itoa(p.Batch)}
+	if pp > 1 {
+		a = append(a, "--pipeline-parallel-size", itoa(pp))
+	}
+	if p.EP > 1 {
+		a = append(a, "--enable-expert-parallel")
+	}
+	if p.Role != "agg" {
+		a = append(a, "--kv-transfer-config", `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`)
+	}
+	return a
+}
+
+// container is the engine container of pool p and any config files it reads.
+func (o *Options) container(p *configure.Pool) (corev1.Container, map[string]string) {
+	image := o.Image
+	if image == "" {
+		image = DefaultImages[o.Backend]
+	}
+	args := append(EngineArgs(o.Backend, o.Model, p), o.precisionArgs()...)
+	c := corev1.Container{
+		Name:    "engine",
+		Image:   image,
+		Command: args[:1],
+		Args:    args[1:],
+		Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: Port}},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(Port)}},
+			PeriodSeconds: 10,
+		},
+	}
+	if o.Backend == "trtllm" && p.Role != "agg" {
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: configDir, ReadOnly: true}}
+		return c, map[string]string{"disagg.yaml": trtllmDisagg}
+	}
+	return c, nil
+}
+
+// precisionArgs asks the engine to quantise weights and cache on load.
+func (o *Options) precisionArgs() []string {
+	var a []string
+	switch o.Backend {
+	case "vllm", "sglang":
+		if o.Quantization != "" {
+			a = append(a, "--quantization", o.Quantization)
+		}
+		if o.KVCache != "" {
+			a = append(a, "--kv-cache-dtype", o.KVCache)
+		}
+	case "trtllm":
+		if o.KVCache != "" {
+			a = append(a, "--kv_cache_dtype", o.KVCache)
+		}
+	}
+	return a
+}
+
+func extraVolumes(extra map[string]string, name string) []corev1.Volume {
+	if extra == nil {
+		return nil
+	}
+	return []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name + "-config"}}}}}
+}
+
+func configMap(o *Options, name string, labels map[string]string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: o.meta(name, labels), Data: data}
+}
+
+// leaderWorkerSet groups size pods (one per pipeline stage) per replica.
+// The LeaderWorkerSet API module is not served by the module proxy, so the
+// object is written as its documented leaderworkerset.x-k8s.io/v1 fields.
+func leaderWorkerSet(meta metav1.ObjectMeta, replicas, size int32, tmpl corev1.PodTemplateSpec) map[string]any {
+	return map[string]any{
+		"apiVersion": "leaderworkerset.x-k8s.io/v1",
+		"kind":       "LeaderWorkerSet",
+		"metadata":   meta,
+		"spec": map[string]any{
+			"replicas":      replicas,
+			"startupPolicy": "LeaderCreated",
+			"leaderWorkerTemplate": map[string]any{
+				"size":           size,
+				"workerTemplate": tmpl,
+			},
+		},
+	}
+}
