@@ -37,8 +37,14 @@ type configureTable struct {
 	explain bool
 }
 
+func (t configureTable) priced() bool { return t.res.Best != nil && t.res.Best.CostPerHour > 0 }
+
 func (t configureTable) Header() []string {
-	return []string{"#", "DEPLOYMENT", "GPUS", "USERS", "TTFT(ms)", "ITL(ms)", "TOK/S", "TOK/S/GPU", "TOK/S/USER", "SLO", "BINDING"}
+	h := []string{"#", "DEPLOYMENT", "GPUS", "USERS", "TTFT(ms)", "ITL(ms)", "TOK/S", "TOK/S/GPU", "TOK/S/USER"}
+	if t.priced() {
+		h = append(h, "COST/H", "TOK/$")
+	}
+	return append(h, "SLO", "BINDING")
 }
 
 func (t configureTable) Rows() [][]string {
@@ -48,9 +54,13 @@ func (t configureTable) Rows() [][]string {
 		if !c.MeetsSLO {
 			slo = "MISSED"
 		}
-		rows = append(rows, []string{fmt.Sprint(c.Rank), configure.Describe(c), fmt.Sprintf("%.4g", c.GPUs), fmt.Sprint(c.Concurrency),
+		row := []string{fmt.Sprint(c.Rank), configure.Describe(c), fmt.Sprintf("%.4g", c.GPUs), fmt.Sprint(c.Concurrency),
 			fmt.Sprintf("%.0f", c.TTFTms), fmt.Sprintf("%.1f", c.ITLms), fmt.Sprintf("%.0f", c.TokensPerS),
-			fmt.Sprintf("%.0f", c.TokensPerSPerGPU), fmt.Sprintf("%.1f", c.TokensPerSPerUser), slo, c.Binding})
+			fmt.Sprintf("%.0f", c.TokensPerSPerGPU), fmt.Sprintf("%.1f", c.TokensPerSPerUser)}
+		if t.priced() {
+			row = append(row, fmt.Sprintf("%.2f", c.CostPerHour), fmt.Sprintf("%.0f", c.TokensPerDollar))
+		}
+		rows = append(rows, append(row, slo, c.Binding))
 	}
 	return rows
 }

@@ -114,7 +114,7 @@ func (d *deployment) analyticE2E(osl int) float64 {
 
 // verify runs the whole deployment at users concurrent users.
 func (s *search) verify(d *deployment, users int) (*serving.Result, error) {
-	s.sims++
+	s.sims.Add(1)
 	wl := serving.Workload{ISL: s.r.ISL, OSL: s.r.OSL, Concurrency: max(users, 1)}
 	if d.mode == "agg" {
 		return serving.Aggregated(d.agg.w, d.w, wl, serving.Options{})

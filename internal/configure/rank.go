@@ -48,7 +48,7 @@ func (s *search) result(deps []*deployment) *Result {
 	}
 	res.Candidates = cfgs[:min(len(cfgs), s.r.top())]
 	res.CandidatesEvaluated = s.scored
-	res.Simulations = s.sims
+	res.Simulations = int(s.sims.Load())
 	res.Curve, res.Pareto = s.pareto()
 	return res
 }

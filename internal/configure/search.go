@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/serving"
 )
 
 // Env is what a search reads: the catalog and the model parameters.
@@ -25,7 +26,7 @@ type search struct {
 	r       *Request
 	kinds   []*kind
 	engines []*engine
-	sims    int
+	sims    atomic.Int64
 	scored  int
 	// pinned is autoscale's pair of best engines, reported first.
 	pinned *deployment
@@ -41,6 +42,9 @@ func Search(env Env, req Request, opt Options) (*Result, error) {
 	r := req
 	if r.Pick == "" {
 		r.Pick = Throughput
+	}
+	if r.Backend == "" {
+		r.Backend = "vllm"
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err
@@ -88,7 +92,7 @@ func (s *search) profile(progress func(done, total int)) {
 	}
 	close(work)
 	wg.Wait()
-	s.sims += int(runs.Load())
+	s.sims.Add(runs.Load())
 }
 
 func (s *search) byRole(role string) []*engine {
@@ -279,49 +283,89 @@ func (s *search) loadMatch() []*deployment {
 }
 
 // settle verifies the most promising candidates as whole deployments and
-// moves each to the operating point that really meets the SLO.
+// moves each to the operating point that really meets the SLO. Candidates
+// are independent, so they are verified on all cores.
 func (s *search) settle(deps []*deployment) {
 	s.sortAnalytic(deps)
-	n := min(len(deps), max(2*s.r.top(), 12))
-	for _, d := range deps[:n] {
-		if s.r.Pick == LoadMatch {
-			s.settleLoad(d)
-		} else {
-			s.settleMax(d)
-		}
+	n := min(len(deps), max(s.r.top()+4, 12))
+	var wg sync.WaitGroup
+	work := make(chan *deployment)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for d := range work {
+				if s.r.Pick == LoadMatch {
+					s.settleLoad(d)
+				} else {
+					s.settleMax(d)
+				}
+			}
+		})
 	}
+	for _, d := range deps[:n] {
+		work <- d
+	}
+	close(work)
+	wg.Wait()
 }
 
-// settleMax finds the most users the deployment holds inside the SLO.
+// settleMax finds the most users the deployment holds inside the SLO, to
+// within 2%: the analytic guess is usually close, so it steps down from it
+// before bisecting.
 func (s *search) settleMax(d *deployment) {
-	res, err := s.verify(d, d.users)
-	if err != nil {
+	ok := func(users int) (*serving.Result, bool) {
+		r, err := s.verify(d, users)
+		if err != nil {
+			return nil, false
+		}
+		in, _ := s.within(r)
+		return r, in
+	}
+	hi := d.users
+	res, in := ok(hi)
+	if res == nil {
 		return
 	}
-	if ok, _ := s.within(res); ok {
+	if in {
 		d.res, d.meets = res, true
 		return
 	}
-	lo, hi := 0, d.users
-	var best = res
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		r, err := s.verify(d, mid)
-		if err != nil {
+	lo := 0
+	var best *serving.Result
+	for step := 0.85; hi > 1; step *= 0.85 {
+		u := max(1, int(float64(d.users)*step))
+		r, in := ok(u)
+		if r == nil {
 			return
 		}
-		if ok, _ := s.within(r); ok {
+		if in {
+			lo, best = u, r
+			break
+		}
+		hi = u
+		if u == 1 {
+			break
+		}
+	}
+	for lo > 0 && hi-lo > max(1, hi/50) {
+		mid := (lo + hi) / 2
+		r, in := ok(mid)
+		if r == nil {
+			break
+		}
+		if in {
 			lo, best = mid, r
 		} else {
 			hi = mid
 		}
 	}
-	d.res = best
 	if lo > 0 {
-		d.users, d.meets = lo, true
+		d.res, d.users, d.meets = best, lo, true
 		return
 	}
-	d.users = 1
+	d.res, d.users = res, 1
+	if r, _ := ok(1); r != nil {
+		d.res = r
+	}
 }
 
 // settleLoad checks the deployment at the target load and adds a worker to

@@ -105,14 +105,18 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 		}
 		l.engines = append(append(l.engines, prefill...), ps.decode...)
 		var nextID int64
-		var front frontend
+		fronts := make([]frontend, d.PrefillWorkers)
+		pending := make([]int, d.PrefillWorkers)
 		service := d.Prefill.FrontendTime(wl.ISL)
 		ds.next = func(now float64) error {
 			nextID++
 			id := nextID
-			// One frontend serves the deployment and routes to the prefill pool.
-			l.after(front.admit(now, service), func(at float64) error {
-				i := leastLoaded(prefill)
+			// The router sends the request to the least-loaded prefill
+			// worker, whose API server handles it before its engine.
+			i := leastLoadedWith(prefill, pending)
+			pending[i]++
+			l.after(fronts[i].admit(now, service), func(at float64) error {
+				pending[i]--
 				// A prefill engine computes the prompt and the first token only.
 				r := &engine.Request{ID: id, ISL: wl.ISL, OSL: 1, Worker: i}
 				if err := prefill[i].Submit(r, at); err != nil {

@@ -51,10 +51,18 @@ func (l *loop) run() error {
 }
 
 // leastLoaded picks the engine with the fewest admitted plus queued requests.
-func leastLoaded(es []*engine.Engine) int {
+func leastLoaded(es []*engine.Engine) int { return leastLoadedWith(es, nil) }
+
+// leastLoadedWith also counts requests routed to an engine that are still
+// in its API server (pending[i]), so a burst spreads over the engines.
+func leastLoadedWith(es []*engine.Engine, pending []int) int {
 	best, load := 0, math.MaxInt
 	for i, e := range es {
-		if l := e.Running() + e.Waiting(); l < load {
+		l := e.Running() + e.Waiting()
+		if pending != nil {
+			l += pending[i]
+		}
+		if l < load {
 			best, load = i, l
 		}
 	}
