@@ -217,3 +217,22 @@ func replaceOrAppendV[T any](xs []T, x T, key func(T) string) []T {
 	}
 	return append(xs, x)
 }
+
+// QuantizedCheckpoint recognises a published quantised checkpoint's name
+// such as "Qwen/Qwen3-32B-FP8": it returns the catalog model it is (by
+// alias, or by the name without the suffix) and the checkpoint's precision.
+func (c *Catalog) QuantizedCheckpoint(name string) (model string, p Precision, ok bool) {
+	for _, s := range []Precision{FP8, FP4} {
+		suffix := "-" + strings.ToUpper(string(s))
+		if len(name) <= len(suffix) || !strings.EqualFold(name[len(name)-len(suffix):], suffix) {
+			continue
+		}
+		if m, err := c.Model(name); err == nil {
+			return m.Name, s, true
+		}
+		if m, err := c.Model(name[:len(name)-len(suffix)]); err == nil {
+			return m.Name, s, true
+		}
+	}
+	return "", "", false
+}

@@ -293,9 +293,9 @@ func emitManifests(g *globals, f *configureFlags, req configure.Request, res *co
 	if err != nil {
 		return err
 	}
-	o := manifest.Options{Name: f.name, Namespace: f.ns, Driver: f.driver, Image: f.image, Model: res.Model,
+	o := manifest.Options{Name: f.name, Namespace: f.ns, Driver: f.driver, Image: f.image, Model: res.Checkpoint,
 		Backend: res.Backend, Catalog: env.Catalog}
-	o.Quantization, o.KVCache = manifest.Precisions(env.Catalog, res.Model, res.Precision)
+	o.Quantization, o.KVCache = manifest.Precisions(env.Catalog, res.Checkpoint, res.Precision)
 	var out []byte
 	if f.emit == "dynamo" {
 		out, err = manifest.Dynamo(*res.Best, o)

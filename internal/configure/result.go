@@ -82,7 +82,9 @@ type Engines struct {
 
 // Result is a finished search.
 type Result struct {
-	Model      string        `json:"model"`
+	Model string `json:"model"`
+	// Checkpoint is the model as requested (e.g. a published FP8 checkpoint), what workers load.
+	Checkpoint string        `json:"checkpoint"`
 	Backend    string        `json:"backend"`
 	Precision  string        `json:"precision"`
 	ISL        int           `json:"isl"`

@@ -1,6 +1,7 @@
 package configure
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"sort"
@@ -46,6 +47,13 @@ func Search(env Env, req Request, opt Options) (*Result, error) {
 	if r.Backend == "" {
 		r.Backend = "vllm"
 	}
+	checkpoint := r.Model
+	if base, p, ok := env.Catalog.QuantizedCheckpoint(r.Model); ok {
+		if r.Precision != "" && r.Precision != string(p) {
+			return nil, fmt.Errorf("precision: %s contradicts the %s checkpoint %s; drop --precision", r.Precision, p, r.Model)
+		}
+		r.Model, r.Precision = base, string(p)
+	}
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -55,6 +63,9 @@ func Search(env Env, req Request, opt Options) (*Result, error) {
 	}
 	s := &search{env: env, r: &r, kinds: kinds, engines: engines}
 	s.profile(opt.Progress)
+	if err := s.anyServes(); err != nil {
+		return nil, err
+	}
 
 	var deps []*deployment
 	switch r.Pick {
@@ -67,6 +78,7 @@ func Search(env Env, req Request, opt Options) (*Result, error) {
 		s.autoscale()
 	}
 	res := s.result(deps)
+	res.Checkpoint = checkpoint
 	s.explain(res)
 	return res, nil
 }
@@ -93,6 +105,24 @@ func (s *search) profile(progress func(done, total int)) {
 	close(work)
 	wg.Wait()
 	s.sims.Add(runs.Load())
+}
+
+// anyServes fails the search when no engine of the pool can hold the
+// model, naming the first reason.
+func (s *search) anyServes() error {
+	var first error
+	for _, e := range s.engines {
+		if e.err == nil && len(e.points) > 0 {
+			return nil
+		}
+		if first == nil && e.err != nil {
+			first = fmt.Errorf("%s %s: %w", e.role, e.label(), e.err)
+		}
+	}
+	if first == nil {
+		return fmt.Errorf("pool: no engine configuration to search")
+	}
+	return fmt.Errorf("no device in the pool can serve the model: %w", first)
 }
 
 func (s *search) byRole(role string) []*engine {

@@ -238,7 +238,9 @@ func giQuantity(gib float64) string {
 func Precisions(cat *catalog.Catalog, model, precision string) (quant, kv string) {
 	w, k, _ := strings.Cut(precision, "/")
 	native := catalog.BF16
-	if m, err := cat.Model(model); err == nil && m.NativeDtype != "" {
+	if _, p, ok := cat.QuantizedCheckpoint(model); ok {
+		native = p // the checkpoint is already quantised
+	} else if m, err := cat.Model(model); err == nil && m.NativeDtype != "" {
 		native = m.NativeDtype
 	}
 	if w != "" && w != string(native) {

@@ -1,0 +1,259 @@
+package configure
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/serving"
+)
+
+func testEnv() Env { return Env{Catalog: catalog.MustDefault(), Params: perf.MustDefaultParams()} }
+
+// reference is the issue's benchmark search.
+func reference() Request {
+	return Request{Model: "Qwen/Qwen3-32B", Precision: "fp8", Backend: "vllm", ISL: 4000, OSL: 500,
+		SLA: SLA{TTFTms: 500, ITLms: 30}, Pool: []PoolEntry{{Device: "h200_sxm", Count: 8}}}
+}
+
+func mustSearch(t testing.TB, r Request) *Result {
+	t.Helper()
+	res, err := Search(testEnv(), r, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestReferenceSearch(t *testing.T) {
+	res := mustSearch(t, reference())
+	b := res.Best
+	if b == nil || !b.MeetsSLO {
+		t.Fatalf("best %+v should meet the SLO", b)
+	}
+	if b.TTFTms > 500 || b.ITLms > 30 {
+		t.Errorf("best TTFT %.1f ms / ITL %.2f ms outside the SLO", b.TTFTms, b.ITLms)
+	}
+	if b.GPUs > 8 || b.Devices > 8 {
+		t.Errorf("best uses %.1f GPUs of 8", b.GPUs)
+	}
+	if res.CandidatesEvaluated < 20 || res.Simulations < 20 {
+		t.Errorf("only %d candidates / %d simulations", res.CandidatesEvaluated, res.Simulations)
+	}
+	if len(res.Pareto) == 0 || len(res.Candidates) == 0 {
+		t.Fatal("no Pareto front or candidates")
+	}
+	modes := map[string]bool{}
+	for i, c := range res.Candidates {
+		modes[c.Mode] = true
+		if c.Rank != i+1 {
+			t.Errorf("candidate %d has rank %d", i, c.Rank)
+		}
+		if i > 0 && c.MeetsSLO && c.TokensPerSPerGPU > res.Candidates[i-1].TokensPerSPerGPU+1e-9 {
+			t.Errorf("rank %d (%.1f tok/s/GPU) above rank %d (%.1f)", c.Rank, c.TokensPerSPerGPU, i, res.Candidates[i-1].TokensPerSPerGPU)
+		}
+		if c.Binding == "" || (i > 0 && c.Why == "") {
+			t.Errorf("rank %d not explained: binding %q why %q", c.Rank, c.Binding, c.Why)
+		}
+	}
+	if !modes["agg"] || !modes["disagg"] {
+		t.Errorf("candidates should cover both modes, got %v", modes)
+	}
+	if len(res.Explain) < 3 || !strings.Contains(res.Explain[0], "wins") {
+		t.Errorf("explanation %q", res.Explain)
+	}
+}
+
+// The numbers configure reports are what `gpuplane estimate` says of the
+// same deployment at the same concurrency.
+func TestBestAgreesWithEstimate(t *testing.T) {
+	for _, mode := range []string{"agg", "disagg"} {
+		r := reference()
+		r.Modes = []string{mode}
+		b := mustSearch(t, r).Best
+		q := estimate.Query{Model: r.Model, GPU: "h200_sxm", Precision: r.Precision, Backend: r.Backend, Mode: mode,
+			ISL: r.ISL, OSL: r.OSL, Concurrency: b.Concurrency}
+		if mode == "agg" {
+			q.TP, q.Workers = b.Agg.TP, b.Agg.Workers
+		} else {
+			q.PrefillTP, q.DecodeTP, q.PrefillWorkers, q.DecodeWorkers = b.Prefill.TP, b.Decode.TP, b.Prefill.Workers, b.Decode.Workers
+		}
+		out, err := estimate.Run(testEnv(), q, serving.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(out.TTFTms-b.TTFTms) > 1e-6*b.TTFTms || math.Abs(out.TPOTms-b.ITLms) > 1e-6*b.ITLms ||
+			math.Abs(out.OutputTokensPerS-b.TokensPerS) > 1e-6*b.TokensPerS {
+			t.Errorf("%s: configure TTFT %.3f ITL %.3f tok/s %.1f, estimate %.3f %.3f %.1f", mode, b.TTFTms, b.ITLms, b.TokensPerS,
+				out.TTFTms, out.TPOTms, out.OutputTokensPerS)
+		}
+	}
+}
+
+func TestUnreachableSLOStillAnswers(t *testing.T) {
+	r := reference()
+	r.SLA = SLA{TTFTms: 20, ITLms: 2}
+	res := mustSearch(t, r)
+	if res.Unreachable == nil {
+		t.Fatal("want an unreachable report")
+	}
+	if res.Unreachable.BestTTFTms <= 20 || res.Unreachable.BestITLms <= 2 {
+		t.Errorf("best achievable %+v should miss the targets", res.Unreachable)
+	}
+	if !strings.Contains(res.Unreachable.Message, "TTFT") || !strings.Contains(res.Unreachable.Message, "% over") {
+		t.Errorf("message %q should say how far TTFT misses", res.Unreachable.Message)
+	}
+	if res.Best == nil || len(res.Candidates) == 0 {
+		t.Fatal("an unreachable SLO still gets a best effort and a table")
+	}
+	if res.Best.MeetsSLO {
+		t.Error("best cannot meet an unreachable SLO")
+	}
+	for i := 1; i < len(res.Candidates); i++ {
+		if v0, v1 := worst(r.SLA, res.Candidates[i-1]), worst(r.SLA, res.Candidates[i]); v1 < v0-1e-9 {
+			t.Errorf("candidates not ordered by closeness: %.3f after %.3f", v1, v0)
+		}
+	}
+}
+
+func worst(s SLA, c Config) float64 { return math.Max(c.TTFTms/s.TTFTms, c.ITLms/s.ITLms) }
+
+func TestLoadMatchUsesFewestGPUs(t *testing.T) {
+	r := reference()
+	r.Pool[0].Count = 16
+	r.Pick, r.RequestRate, r.Modes = LoadMatch, 3, []string{"agg"}
+	res := mustSearch(t, r)
+	b := res.Best
+	if !b.MeetsSLO || b.RequestsPerS < 0.97*r.RequestRate {
+		t.Fatalf("best %s serves %.2f req/s (want %.2f) meets=%v", Describe(*b), b.RequestsPerS, r.RequestRate, b.MeetsSLO)
+	}
+	// Oracle: one worker fewer of the same engine cannot carry the rate inside the SLO.
+	if b.Agg.Workers > 1 {
+		w := b.Agg.Workers - 1
+		if capRate := float64(w) * b.Agg.CapacityRPS; capRate >= r.RequestRate {
+			t.Errorf("%d workers of %.2f req/s would already carry %.2f req/s", w, b.Agg.CapacityRPS, r.RequestRate)
+		}
+	}
+	for _, c := range res.Candidates[1:] {
+		if c.MeetsSLO && c.GPUs < b.GPUs {
+			t.Errorf("%s meets the SLO on %.0f GPUs, fewer than the best's %.0f", Describe(c), c.GPUs, b.GPUs)
+		}
+	}
+	full := mustSearch(t, Request{Model: r.Model, Precision: r.Precision, ISL: r.ISL, OSL: r.OSL, SLA: r.SLA, Pool: r.Pool, Modes: r.Modes})
+	if b.GPUs >= full.Best.GPUs {
+		t.Errorf("load-match for 3 req/s uses %.0f GPUs, as many as the throughput pick's %.0f", b.GPUs, full.Best.GPUs)
+	}
+}
+
+func TestAutoscalePicksUnits(t *testing.T) {
+	r := reference()
+	r.Pick, r.RequestRate = Autoscale, 4
+	res := mustSearch(t, r)
+	if res.Engines == nil || res.Engines.Prefill == nil || res.Engines.Decode == nil {
+		t.Fatal("autoscale must name a prefill and a decode engine")
+	}
+	if res.Best.Mode != "disagg" || res.Best.Prefill.TP != res.Engines.Prefill.TP || res.Best.Decode.TP != res.Engines.Decode.TP {
+		t.Errorf("best %s should be built from the chosen engines", Describe(*res.Best))
+	}
+	if res.Engines.Prefill.CapacityRPS <= 0 || res.Engines.Decode.CapacityRPS <= 0 {
+		t.Errorf("engine capacities %+v %+v", res.Engines.Prefill, res.Engines.Decode)
+	}
+}
+
+func TestPricesRankPerDollar(t *testing.T) {
+	r := Request{Model: "Qwen/Qwen3-8B", Precision: "fp8", ISL: 2000, OSL: 300, SLA: SLA{TTFTms: 800, ITLms: 40}, Modes: []string{"agg"},
+		Pool: []PoolEntry{{Device: "h100_sxm", Count: 4, PricePerHour: 10}, {Device: "l40s", Count: 4, PricePerHour: 0.5}}}
+	res := mustSearch(t, r)
+	if !strings.HasPrefix(res.Best.Agg.Device, "l40s") {
+		t.Errorf("at a twentieth of the price the L40S should win per dollar, got %s", Describe(*res.Best))
+	}
+	for i := 1; i < len(res.Candidates); i++ {
+		if a, b := res.Candidates[i-1], res.Candidates[i]; a.MeetsSLO && b.MeetsSLO && b.TokensPerDollar > a.TokensPerDollar+1e-6 {
+			t.Errorf("rank %d has more tokens per dollar than rank %d", b.Rank, a.Rank)
+		}
+	}
+	r.Pool[0].PricePerHour, r.Pool[1].PricePerHour = 0, 0
+	if res := mustSearch(t, r); !strings.HasPrefix(res.Best.Agg.Device, "h100_sxm") {
+		t.Errorf("without prices the faster H100 should win per GPU, got %s", Describe(*res.Best))
+	}
+}
+
+// Fractional devices take part: a pool of MIG and vGPU slices only still
+// yields a deployment, counted in GPU equivalents.
+func TestSlicesOnlyPool(t *testing.T) {
+	r := Request{Model: "Qwen/Qwen3-8B", Precision: "fp8", ISL: 1000, OSL: 200, SLA: SLA{TTFTms: 1500, ITLms: 60},
+		Pool: []PoolEntry{{Device: "h100_sxm:3g.40gb", Count: 4}, {Device: "a10:1/2", Count: 6}}}
+	res := mustSearch(t, r)
+	if !res.Best.MeetsSLO {
+		t.Fatalf("best %s misses", Describe(*res.Best))
+	}
+	if res.Best.GPUs >= float64(res.Best.Devices) {
+		t.Errorf("%.2f GPU equivalents for %d slices", res.Best.GPUs, res.Best.Devices)
+	}
+}
+
+func TestParetoFrontIsNonDominated(t *testing.T) {
+	res := mustSearch(t, reference())
+	for _, p := range res.Pareto {
+		if p.TTFTms > 500 {
+			t.Errorf("front point %s misses TTFT", p.Label)
+		}
+		for _, o := range res.Curve {
+			if o.TTFTms <= 500 && o.TokensPerSPerGPU > p.TokensPerSPerGPU && o.TokensPerSPerUser > p.TokensPerSPerUser {
+				t.Errorf("%s dominates front point %s", o.Label, p.Label)
+			}
+		}
+	}
+	for i := 1; i < len(res.Pareto); i++ {
+		if res.Pareto[i].TokensPerSPerGPU < res.Pareto[i-1].TokensPerSPerGPU {
+			t.Errorf("front not monotone at %d", i)
+		}
+	}
+}
+
+func TestSearchErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Request)
+		want string
+	}{
+		{"unknown model", func(r *Request) { r.Model = "Qwen/Qwen3-33B" }, "model"},
+		{"unknown device", func(r *Request) { r.Pool[0].Device = "h300" }, "pool[0].device"},
+		{"bad pick", func(r *Request) { r.Pick = "fastest" }, "pick"},
+		{"load-match without load", func(r *Request) { r.Pick = LoadMatch }, "requestRate"},
+		{"no SLA", func(r *Request) { r.SLA = SLA{} }, "sla"},
+		{"zero count", func(r *Request) { r.Pool[0].Count = 0 }, "pool[0].count"},
+		{"duplicate device", func(r *Request) { r.Pool = append(r.Pool, r.Pool[0]) }, "listed twice"},
+		{"partial prices", func(r *Request) {
+			r.Pool = []PoolEntry{{Device: "h200_sxm", Count: 8, PricePerHour: 3}, {Device: "l40s", Count: 4}}
+		}, "prices"},
+		{"osl 1", func(r *Request) { r.OSL = 1 }, "osl"},
+		{"two loads", func(r *Request) { r.RequestRate, r.Concurrency = 1, 2 }, "not both"},
+		{"bad mode", func(r *Request) { r.Modes = []string{"hybrid"} }, "modes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := reference()
+			tc.edit(&r)
+			_, err := Search(testEnv(), r, Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to name %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A model no device in the pool holds is an error, not an empty table.
+func TestNothingFits(t *testing.T) {
+	r := reference()
+	r.Model = "meta-llama/Llama-3.1-70B"
+	r.Precision = "bf16"
+	r.Pool = []PoolEntry{{Device: "a10", Count: 2}}
+	_, err := Search(testEnv(), r, Options{})
+	if err == nil || !strings.Contains(err.Error(), "does not fit") {
+		t.Fatalf("want a fit error, got %v", err)
+	}
+}
