@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/internal/configure"
 	"github.com/gpuplane/gpuplane/internal/manifest"
@@ -63,11 +62,6 @@ func (t configureTable) Rows() [][]string {
 		rows = append(rows, append(row, slo, c.Binding))
 	}
 	return rows
-}
-
-// poolFile is the --pool file: the device kinds a cluster offers.
-type poolFile struct {
-	Pool []configure.PoolEntry `json:"pool"`
 }
 
 func newConfigureCmd(g *globals) *cobra.Command {
@@ -193,11 +187,11 @@ func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Requ
 		if err != nil {
 			return r, fmt.Errorf("--pool: %w", err)
 		}
-		var pf poolFile
-		if err := yaml.UnmarshalStrict(bytes.TrimSpace(data), &pf); err != nil {
-			return r, fmt.Errorf("--pool %s: %w (the file holds pool: [{device, count, pricePerHour, gpusPerNode}])", f.poolFile, err)
+		pool, err := configure.ParsePool(data)
+		if err != nil {
+			return r, fmt.Errorf("--pool %s: %w", f.poolFile, err)
 		}
-		r.Pool = pf.Pool
+		r.Pool = pool
 	case f.file == "" || hwFlags:
 		if f.totalGPUs < 1 {
 			return r, fmt.Errorf("--total-gpus: %d must be >= 1", f.totalGPUs)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -144,18 +143,21 @@ func ParseFile(data []byte) (*File, error) {
 		tm.APIVersion, tm.Kind, ServingRequestAPIVersion, ServingRequestKind, DGDRAPIVersion, DGDRKind)
 }
 
-func strictErr(kind string, err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, "unknown field") {
-		return fmt.Errorf("%s: %s; remove it or see docs/CONFIGURE.md for the fields gpuplane reads", kind, msg)
+// decodeStrict decodes data into v, naming an unknown field by its path.
+func decodeStrict(kind string, data []byte, v any) error {
+	if err := unknownField(data, v); err != nil {
+		return fmt.Errorf("%s: %w (see docs/CONFIGURE.md for the fields gpuplane reads)", kind, err)
 	}
-	return fmt.Errorf("%s: %w", kind, err)
+	if err := yaml.UnmarshalStrict(data, v); err != nil {
+		return fmt.Errorf("%s: %w", kind, err)
+	}
+	return nil
 }
 
 func parseServingRequest(data []byte, name string) (*File, error) {
 	var sr servingRequest
-	if err := yaml.UnmarshalStrict(data, &sr); err != nil {
-		return nil, strictErr(ServingRequestKind, err)
+	if err := decodeStrict(ServingRequestKind, data, &sr); err != nil {
+		return nil, err
 	}
 	s := sr.Spec
 	r := Request{Model: s.Model, Precision: s.Precision, KVPrecision: s.KVPrecision, Backend: s.Backend,
@@ -193,8 +195,8 @@ const (
 
 func parseDGDR(data []byte, name string) (*File, error) {
 	var d dgdr
-	if err := yaml.UnmarshalStrict(data, &d); err != nil {
-		return nil, strictErr(DGDRKind, err)
+	if err := decodeStrict(DGDRKind, data, &d); err != nil {
+		return nil, err
 	}
 	s := d.Spec
 	f := &File{Name: name, Kind: DGDRKind}
@@ -289,4 +291,21 @@ func parseDGDR(data []byte, name string) (*File, error) {
 	}
 	f.Request = r
 	return f, nil
+}
+
+// poolFile is the schema of a pool file: the device kinds a cluster offers.
+type poolFile struct {
+	Pool []PoolEntry `json:"pool"`
+}
+
+// ParsePool reads a pool file (pool: [{device, count, pricePerHour, gpusPerNode}]).
+func ParsePool(data []byte) ([]PoolEntry, error) {
+	var pf poolFile
+	if err := decodeStrict("pool file", bytes.TrimSpace(data), &pf); err != nil {
+		return nil, err
+	}
+	if len(pf.Pool) == 0 {
+		return nil, fmt.Errorf("pool file: pool: no devices listed")
+	}
+	return pf.Pool, nil
 }

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConfigureGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"configure-default.txt", []string{"configure", "--explain"}},
+		{"configure-pool-loadmatch.txt", []string{"configure", "--pool", "../../examples/pool.yaml", "--model", "Qwen/Qwen3-8B",
+			"--isl", "2000", "--osl", "300", "--ttft", "800", "--itl", "40", "--pick", "load-match", "--request-rate", "20", "--top", "5"}},
+		{"configure-dgdr-dynamo.yaml", []string{"configure", "-f", "../../examples/dgdr.yaml", "--emit", "dynamo"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, stderr, err := run(t, tc.args...)
+			if err != nil {
+				t.Fatalf("%v: %v\n%s", tc.args, err, stderr)
+			}
+			golden(t, tc.name, out)
+		})
+	}
+}
+
+// The JSON contract other tools read.
+func TestConfigureJSONContract(t *testing.T) {
+	out, _, err := run(t, "configure", "--model", "Qwen/Qwen3-32B", "--precision", "fp8", "--backend", "vllm", "--isl", "4000",
+		"--osl", "500", "--ttft", "500", "--itl", "30", "--gpu", "h200_sxm", "--total-gpus", "8", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"best", "pareto", "candidates_evaluated", "candidates"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks %q", k)
+		}
+	}
+	best := m["best"].(map[string]any)
+	for _, k := range []string{"mode", "gpus", "ttft_ms", "itl_ms", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "meets_slo"} {
+		if _, ok := best[k]; !ok {
+			t.Errorf("best lacks %q", k)
+		}
+	}
+	pools := []string{"agg"}
+	if best["mode"] == "disagg" {
+		pools = []string{"prefill", "decode"}
+	}
+	for _, p := range pools {
+		pool, ok := best[p].(map[string]any)
+		if !ok {
+			t.Fatalf("best lacks pool %q", p)
+		}
+		for _, k := range []string{"device", "tp", "workers", "batch"} {
+			if _, ok := pool[k]; !ok {
+				t.Errorf("best.%s lacks %q", p, k)
+			}
+		}
+	}
+}
+
+func TestConfigureReportAndEmit(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "configure.html")
+	out, stderr, err := run(t, "configure", "-f", "../../examples/serving-request.yaml", "--emit", "k8s", "--dra-driver", "nvidia", "--report", html)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "chosen: ") || !strings.HasPrefix(out, "apiVersion: resource.k8s.io/v1") ||
+		!strings.Contains(out, "deviceClassName: gpu.nvidia.com") || !strings.Contains(out, "kind: Deployment") {
+		t.Errorf("emit k8s: stderr %q, stdout starts %q", stderr, out[:min(len(out), 200)])
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{"<svg", "Pareto front", "Candidates", "candidate deployments evaluated"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"<script", "<link", "src=\"http", "href=\"http"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("report is not self-contained: has %q", bad)
+		}
+	}
+}
+
+func TestConfigureErrors(t *testing.T) {
+	dir := t.TempDir()
+	badPool := filepath.Join(dir, "pool.yaml")
+	if err := os.WriteFile(badPool, []byte("pool:\n- device: h100_sxm\n  count: 4\n  price: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"configure", "--pick", "fastest"}, "--pick"},
+		{[]string{"configure", "--emit", "helm"}, "--emit"},
+		{[]string{"configure", "--mode", "hybrid"}, "--mode"},
+		{[]string{"configure", "--pool", badPool}, `unknown field "pool[0].price"`},
+		{[]string{"configure", "--pool", badPool, "--gpu", "l4"}, "not both"},
+		{[]string{"configure", "--ttft", "5", "--itl", "1", "--emit", "k8s"}, "misses the SLO"},
+		{[]string{"configure", "--gpu", "h300"}, "pool[0].device"},
+		{[]string{"configure", "-f", "missing.yaml"}, "-f"},
+	}
+	for _, tc := range cases {
+		_, _, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}
