@@ -32,11 +32,7 @@ func TestSchedulerAllocatesClaimsFromResourceSlices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.ResourceV1().DeviceClasses().Create(ctx, &resourcev1.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpu.gpuplane.io"},
-		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
-			CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}},
-	}, metav1.CreateOptions{}); err != nil {
+	if err := ensureDeviceClass(ctx, "gpu.gpuplane.io"); err != nil {
 		t.Fatal(err)
 	}
 	var devices []resourcev1.Device
@@ -62,7 +58,9 @@ func TestSchedulerAllocatesClaimsFromResourceSlices(t *testing.T) {
 			Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
 				DeviceClassName: "gpu.gpuplane.io",
 				Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
-					Expression: `device.capacity["` + driver + `"].memory.compareTo(quantity("40Gi")) >= 0`}}},
+					// The product keeps other tests' GPU nodes out of this one.
+					Expression: `device.capacity["` + driver + `"].memory.compareTo(quantity("40Gi")) >= 0 && ` +
+						`device.attributes["` + driver + `"].productName == "NVIDIA H100 80GB HBM3"`}}},
 			}}}}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,181 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuplane/gpuplane/internal/cli"
+	"github.com/gpuplane/gpuplane/internal/testcluster"
+)
+
+// TestConfigureEmitDeploys: `gpuplane configure --emit k8s` for the
+// reference request, applied to the real control plane next to a node that
+// publishes eight H200s. The API server accepts every object (CEL compiled
+// included), the real scheduler allocates every claim through the emitted
+// selectors, kwok runs all pods, and one replica more than the node holds
+// stays Pending on claim allocation.
+func TestConfigureEmitDeploys(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs := cluster.Client
+	const ns = "configure-e2e"
+
+	var out, stderr bytes.Buffer
+	root := cli.NewRoot(&out, &stderr)
+	root.SetArgs([]string{"configure", "-f", "../../examples/serving-request.yaml", "--emit", "k8s", "--namespace", ns, "--name", "ref"})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("configure: %v\n%s", err, stderr.String())
+	}
+	t.Log(strings.TrimSpace(stderr.String()))
+
+	node, err := cluster.CreateGPUNode(ctx, testcluster.GPUNode{Name: "h200-node-0", InstanceType: "Standard_ND96isr_H200_v5",
+		NodePool: "h200", GPUProduct: "NVIDIA-H200", GPUs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureDeviceClass(ctx, "gpu.gpuplane.io"); err != nil {
+		t.Fatal(err)
+	}
+	var devices []resourcev1.Device
+	for i := range 8 {
+		devices = append(devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i),
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				"type":        {StringValue: ptr.To("gpu")},
+				"productName": {StringValue: ptr.To("NVIDIA H200")}},
+			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: mustQuantity("141Gi")}}})
+	}
+	if _, err := cs.ResourceV1().ResourceSlices().Create(ctx, &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node.Name + "-gpus"},
+		Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node.Name),
+			Pool:    resourcev1.ResourcePool{Name: node.Name, Generation: 1, ResourceSliceCount: 1},
+			Devices: devices},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	want := 0
+	decode := scheme.Codecs.UniversalDeserializer()
+	for _, doc := range strings.Split(out.String(), "\n---\n") {
+		obj, _, err := decode.Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("decode emitted document: %v\n%s", err, doc)
+		}
+		switch o := obj.(type) {
+		case *resourcev1.ResourceClaimTemplate:
+			_, err = cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.Deployment:
+			want += int(*o.Spec.Replicas)
+			_, err = cs.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Service:
+			_, err = cs.CoreV1().Services(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ConfigMap:
+			_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("unexpected emitted kind %T", obj)
+		}
+		if err != nil {
+			t.Fatalf("the API server refused an emitted object: %v\n%s", err, doc)
+		}
+	}
+	if want != 8 {
+		t.Fatalf("the reference search should fill the 8 GPUs, the manifests ask for %d pods", want)
+	}
+	running := waitPods(ctx, t, ns, "app.kubernetes.io/name=ref", want, 0)
+
+	// Every claim got an H200 of the node, none twice.
+	claims, err := cs.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range claims.Items {
+		if c.Status.Allocation == nil {
+			t.Errorf("claim %s not allocated", c.Name)
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.Driver != driver || r.Pool != node.Name || seen[r.Device] {
+				t.Errorf("claim %s: allocation %+v", c.Name, r)
+			}
+			seen[r.Device] = true
+		}
+	}
+	if len(seen) != 8 || len(running) != 8 {
+		t.Errorf("%d devices allocated to %d running pods, want 8 and 8", len(seen), len(running))
+	}
+
+	// One more decode replica than the node holds stays Pending on its claim.
+	dep, err := cs.AppsV1().Deployments(ns).Get(ctx, "ref-decode", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep.Spec.Replicas = ptr.To(*dep.Spec.Replicas + 1)
+	if _, err := cs.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPods(ctx, t, ns, "app.kubernetes.io/name=ref", want, 1)
+}
+
+// waitPods waits for exactly running Running and pending unschedulable
+// pods under selector; an unschedulable one must fail on claim allocation.
+func waitPods(ctx context.Context, t *testing.T, ns, selector string, running, pending int) []corev1.Pod {
+	t.Helper()
+	for {
+		pods, err := cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run, pend []corev1.Pod
+		for _, p := range pods.Items {
+			switch {
+			case p.Status.Phase == corev1.PodRunning:
+				run = append(run, p)
+			case unschedulable(p) != "":
+				pend = append(pend, p)
+			}
+		}
+		if len(run) == running && len(pend) == pending {
+			for _, p := range pend {
+				if msg := unschedulable(p); !strings.Contains(msg, "cannot allocate all claims") {
+					t.Errorf("pending pod %s: reason %q does not name the claim allocation", p.Name, msg)
+				}
+			}
+			return run
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("want %d Running and %d unschedulable pods, have %d and %d (scheduler log:\n%s)", running, pending,
+				len(run), len(pend), cluster.LogTail("kube-scheduler", 10))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func ensureDeviceClass(ctx context.Context, name string) error {
+	_, err := cluster.Client.ResourceV1().DeviceClasses().Create(ctx, &resourcev1.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
+			CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}},
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
