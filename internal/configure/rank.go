@@ -34,7 +34,11 @@ func (s *search) result(deps []*deployment) *Result {
 		cfgs = append([]Config{pc}, kept...)
 		res.Engines = &Engines{Prefill: pc.Prefill, Decode: pc.Decode}
 	}
-	if len(cfgs) == 0 || !cfgs[0].MeetsSLO {
+	anyMeets := false
+	for _, c := range cfgs {
+		anyMeets = anyMeets || c.MeetsSLO
+	}
+	if !anyMeets {
 		res.Unreachable = s.miss()
 		cfgs = append(s.closest(), cfgs...)
 		sort.SliceStable(cfgs, func(i, j int) bool { return s.violation(cfgs[i]) < s.violation(cfgs[j]) })

@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -418,7 +419,7 @@ func (s *search) settleLoad(d *deployment) {
 		d.res, d.users = res, users
 		ok, miss := s.within(res)
 		if fit, why := s.fits(d); !fit {
-			d.bound, d.meets = why, false
+			d.bound, d.meets = "the load needs more than "+strings.TrimPrefix(why, "the "), false
 			return
 		}
 		if ok {

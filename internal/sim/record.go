@@ -1,6 +1,10 @@
 package sim
 
-import "math"
+import (
+	"math"
+
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
 
 // Percentiles of a latency in milliseconds.
 type Percentiles struct {
@@ -19,7 +23,14 @@ type Point struct {
 	TTFTms      Percentiles    `json:"ttft_ms"`
 	ITLms       Percentiles    `json:"itl_ms"`
 	KVUse       float64        `json:"kv_use"`
-	Attainment  float64        `json:"slo_attainment"`
+	// PoolKVUse is each pool's mean KV-cache use.
+	PoolKVUse  map[string]float64 `json:"pool_kv_use"`
+	Attainment float64            `json:"slo_attainment"`
+	// Means of the interval: sizes of the arrivals, latencies of the completions.
+	ISLMean    float64 `json:"isl_mean"`
+	OSLMean    float64 `json:"osl_mean"`
+	TTFTMeanms float64 `json:"ttft_mean_ms"`
+	ITLMeanms  float64 `json:"itl_mean_ms"`
 }
 
 // Summary is a run's outcome.
@@ -52,6 +63,9 @@ type recorder struct {
 	cur                      Point
 	curTTFT, curITL          *hist
 	curMet                   int
+	curISL, curOSL           float64
+	curTTFTSum, curITLSum    float64
+	curITLN                  int
 	series                   []Point
 	intervalEnd              float64
 }
@@ -65,6 +79,7 @@ func newRecorder(cfg Config) *recorder {
 func (r *recorder) resetInterval(start float64) {
 	r.cur = Point{Start: start}
 	r.curTTFT, r.curITL, r.curMet = newHist(), newHist(), 0
+	r.curISL, r.curOSL, r.curTTFTSum, r.curITLSum, r.curITLN = 0, 0, 0, 0, 0
 }
 
 // tick closes every interval that ends at or before now.
@@ -79,16 +94,24 @@ func (r *recorder) tick(s *Sim, now float64) {
 func (r *recorder) closeInterval(s *Sim) {
 	p := r.cur
 	p.Workers = map[string]int{}
+	p.PoolKVUse = map[string]float64{}
 	var kv float64
 	n := 0
 	for _, pl := range s.pools {
 		p.Workers[pl.spec.Name] = pl.replicas()
+		var pkv float64
+		pn := 0
 		for _, w := range pl.workers {
 			if !w.gone {
 				p.QueueDepth += w.eng.Waiting()
 				kv += w.eng.KVUsed()
+				pkv += w.eng.KVUsed()
 				n++
+				pn++
 			}
+		}
+		if pn > 0 {
+			p.PoolKVUse[pl.spec.Name] = pkv / float64(pn)
 		}
 	}
 	p.QueueDepth += len(s.waiting)
@@ -98,14 +121,23 @@ func (r *recorder) closeInterval(s *Sim) {
 	p.TTFTms, p.ITLms = pct(r.curTTFT), pct(r.curITL)
 	if p.Completions > 0 {
 		p.Attainment = float64(r.curMet) / float64(p.Completions)
+		p.TTFTMeanms = r.curTTFTSum / float64(p.Completions)
+	}
+	if p.Arrivals > 0 {
+		p.ISLMean, p.OSLMean = r.curISL/float64(p.Arrivals), r.curOSL/float64(p.Arrivals)
+	}
+	if r.curITLN > 0 {
+		p.ITLMeanms = r.curITLSum / float64(r.curITLN)
 	}
 	r.series = append(r.series, p)
 }
 
-func (r *recorder) arrived(t float64) {
+func (r *recorder) arrived(a workload.Request) {
 	r.arrivals++
 	r.cur.Arrivals++
-	r.lastArrival = t
+	r.curISL += float64(a.ISL)
+	r.curOSL += float64(a.OSL)
+	r.lastArrival = a.At
 }
 
 func (r *recorder) rejected(float64) { r.rejects++ }
@@ -121,6 +153,7 @@ func (r *recorder) finished(q *request, t float64) Record {
 	r.cur.Completions++
 	r.ttft.add(ttft * 1e3)
 	r.curTTFT.add(ttft * 1e3)
+	r.curTTFTSum += ttft * 1e3
 	r.e2e.add((t - q.arrival) * 1e3)
 	r.ttftSum += ttft * 1e3
 	r.e2eSum += (t - q.arrival) * 1e3
@@ -129,6 +162,8 @@ func (r *recorder) finished(q *request, t float64) Record {
 		r.itlSum += itl * 1e3
 		r.itlN++
 		r.curITL.add(itl * 1e3)
+		r.curITLSum += itl * 1e3
+		r.curITLN++
 	}
 	if (r.cfg.TTFTSLO <= 0 || ttft <= r.cfg.TTFTSLO) && (r.cfg.ITLSLO <= 0 || itl <= r.cfg.ITLSLO) {
 		r.met++

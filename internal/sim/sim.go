@@ -66,12 +66,16 @@ type Record struct {
 
 // Users is a concurrency-driven workload: N users each send a request,
 // wait for its last token, think, and send the next, until Duration.
+// With an arrival source beside them they are a burst on top of it.
 type Users struct {
 	N        int
 	ISL, OSL workload.Dist
 	Think    workload.Dist // milliseconds; nil = no think time
+	// Start is when the first user sends; Duration is when users stop
+	// sending (seconds from time zero).
+	Start    float64
 	Duration float64
-	// Ramp spreads the users' first requests evenly over [0, Ramp) seconds.
+	// Ramp spreads the users' first requests evenly over [Start, Start+Ramp).
 	Ramp float64
 	Rng  *rand.Rand
 }
@@ -157,11 +161,8 @@ func New(cfg Config, src workload.Source) (*Sim, error) {
 	}
 	if cfg.Users != nil {
 		u := cfg.Users
-		if u.N < 1 || u.ISL == nil || u.OSL == nil || u.Duration <= 0 || u.Rng == nil {
-			return nil, fmt.Errorf("users: need n >= 1, isl and osl distributions, duration > 0 and a seeded generator")
-		}
-		if src != nil {
-			return nil, fmt.Errorf("workload: give either an arrival source or users, not both")
+		if u.N < 1 || u.ISL == nil || u.OSL == nil || u.Duration <= u.Start || u.Start < 0 || u.Rng == nil {
+			return nil, fmt.Errorf("users: need n >= 1, isl and osl distributions, 0 <= start < duration and a seeded generator")
 		}
 	} else if src == nil {
 		return nil, fmt.Errorf("workload: an arrival source or users is required")
@@ -195,7 +196,7 @@ func New(cfg Config, src workload.Source) (*Sim, error) {
 	}
 	if cfg.Users != nil {
 		for u := 0; u < cfg.Users.N; u++ {
-			s.after(cfg.Users.Ramp*float64(u)/float64(cfg.Users.N), s.userSends)
+			s.after(cfg.Users.Start+cfg.Users.Ramp*float64(u)/float64(cfg.Users.N), s.userSends)
 		}
 	}
 	return s, nil
@@ -214,7 +215,7 @@ func (s *Sim) arrive(a workload.Request) error {
 	s.nextID++
 	r := &request{Request: engine.Request{ID: s.nextID, ISL: a.ISL, OSL: a.OSL}, arrival: a.At}
 	s.reqs[r.ID] = r
-	s.rec.arrived(a.At)
+	s.rec.arrived(a)
 	return s.dispatch(r, a.At)
 }
 

@@ -1,0 +1,108 @@
+// Package capacity answers the planner's questions about one prefill and
+// one decode replica from the performance model, in microseconds: prompt
+// latency and queueing for prefill, step time against batch for decode.
+// It is pure.
+package capacity
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// Model is a disaggregated deployment's two engines.
+type Model struct {
+	Prefill, Decode *perf.Worker
+	// SameDomain puts the KV hand-off on NVLink.
+	SameDomain bool
+}
+
+// New checks the two workers.
+func New(prefill, decode *perf.Worker, sameDomain bool) (*Model, error) {
+	if prefill == nil || decode == nil {
+		return nil, fmt.Errorf("capacity: prefill and decode workers are required")
+	}
+	return &Model{Prefill: prefill, Decode: decode, SameDomain: sameDomain}, nil
+}
+
+// maxUtilisation keeps a prefill pool off saturation.
+const maxUtilisation = 0.95
+
+// prompt is the isolated latency of one prompt (API server, chunked
+// prefill, KV hand-off) and the service time per prompt at saturation, in ms.
+func (m *Model) prompt(isl float64) (t1, service float64) {
+	w := m.Prefill
+	cfg := w.Config()
+	n := max(1, int(math.Round(isl)))
+	budget := cfg.MaxBatchedTokens
+	compute := 0.0
+	for done := 0; done < n; {
+		c := min(budget, n-done)
+		b := perf.Batch{PrefillTokens: c, PrefillSeqs: 1, PrefillCtx: float64(done),
+			PrefillPairs: float64(c) * (float64(done) + float64(c)/2)}
+		if done+c == n {
+			b.Sampled = 1
+		}
+		compute += w.StepTime(b)
+		done += c
+	}
+	front := w.FrontendTime(n)
+	transfer := perf.KVTransferTime(n, m.Prefill, m.Decode, m.SameDomain)
+	t1 = (front + compute + transfer) * 1e3
+	service = compute
+	if k := budget / n; k > 1 {
+		// Short prompts share an iteration: k of them per step.
+		pairs := float64(k) * float64(n) * float64(n) / 2
+		service = w.StepTime(perf.Batch{PrefillTokens: k * n, PrefillSeqs: k, PrefillPairs: pairs, Sampled: k}) / float64(k)
+	}
+	return t1, math.Max(service, front) * 1e3
+}
+
+// PrefillTTFT is the mean TTFT (ms) at rate req/s: the isolated latency
+// plus M/D/1 queueing.
+func (m *Model) PrefillTTFT(isl, rate float64) float64 {
+	t1, s := m.prompt(isl)
+	rho := rate * s / 1e3
+	if rho >= 1 {
+		return math.Inf(1)
+	}
+	return t1 + rho/(2*(1-rho))*s
+}
+
+// PrefillRate is the most req/s inside ttftMs (0 if one prompt misses it).
+func (m *Model) PrefillRate(isl, ttftMs float64) float64 {
+	t1, s := m.prompt(isl)
+	if t1 > ttftMs {
+		return 0
+	}
+	k := (ttftMs - t1) / s
+	return math.Min(2*k/(1+2*k), maxUtilisation) / s * 1e3
+}
+
+// DecodeITL is the step time (ms) with batch requests at mid-answer context.
+func (m *Model) DecodeITL(isl, osl, batch float64) float64 {
+	b := math.Max(1, math.Ceil(batch))
+	ctx := isl + osl/2
+	return m.Decode.StepTime(perf.Batch{DecodeSeqs: int(b), DecodeCtx: b * ctx, Sampled: int(b)}) * 1e3
+}
+
+// DecodeRate is the most req/s inside itlMs: the largest batch the cache,
+// the sequence cap and the ITL allow, over the time a request decodes.
+func (m *Model) DecodeRate(isl, osl, itlMs float64) float64 {
+	cfg := m.Decode.Config()
+	most := min(cfg.MaxSeqs, int(float64(m.Decode.Memory().KVTokens)/math.Max(isl+osl, 1)))
+	if most < 1 || m.DecodeITL(isl, osl, 1) > itlMs {
+		return 0
+	}
+	lo, hi := 1, most
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if m.DecodeITL(isl, osl, float64(mid)) <= itlMs {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return float64(lo) / (math.Max(osl-1, 1) * m.DecodeITL(isl, osl, float64(lo)) / 1e3)
+}

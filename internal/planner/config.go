@@ -1,0 +1,106 @@
+package planner
+
+import "fmt"
+
+// Config sets the planner's targets, prediction and limits. Times are in
+// seconds, latencies in milliseconds. JSON names are the planner section of
+// a scenario file and of `gpuplane planner run --config`.
+type Config struct {
+	// Interval is the adjustment interval (default 30 s).
+	Interval float64 `json:"intervalSeconds,omitempty"`
+	TTFTms   float64 `json:"ttftMs"`
+	ITLms    float64 `json:"itlMs"`
+	// Predictor: constant, moving-average, holt, kalman or arima (default holt); Window its history.
+	Predictor string `json:"predictor,omitempty"`
+	Window    int    `json:"window,omitempty"`
+	// StartupDelay is a new worker's start-up time: load is predicted that far ahead.
+	StartupDelay float64 `json:"startupDelaySeconds,omitempty"`
+	MinPrefill   int     `json:"minPrefill,omitempty"`
+	MaxPrefill   int     `json:"maxPrefill,omitempty"`
+	MinDecode    int     `json:"minDecode,omitempty"`
+	MaxDecode    int     `json:"maxDecode,omitempty"`
+	// GPUBudget bounds prefill*PrefillGPUs + decode*DecodeGPUs (0: none).
+	GPUBudget   int `json:"gpuBudget,omitempty"`
+	PrefillGPUs int `json:"prefillGpus,omitempty"`
+	DecodeGPUs  int `json:"decodeGpus,omitempty"`
+	// Cooldown is the least time between a scale event and a scale-down
+	// (default 120 s); Stabilization the window whose largest target a
+	// scale-down may not go below (default 180 s).
+	Cooldown      float64 `json:"cooldownSeconds,omitempty"`
+	Stabilization float64 `json:"stabilizationSeconds,omitempty"`
+	// QueueHigh/Low are waiting requests per prefill replica, KVHigh/Low the
+	// decode cache use, that trigger a reactive scale-up and allow a scale-down.
+	QueueHigh float64 `json:"queueHigh,omitempty"`
+	QueueLow  float64 `json:"queueLow,omitempty"`
+	KVHigh    float64 `json:"kvHigh,omitempty"`
+	KVLow     float64 `json:"kvLow,omitempty"`
+	// CorrectionAlpha smooths the observed/expected latency ratio; the
+	// correction stays within [CorrectionMin, CorrectionMax].
+	CorrectionAlpha float64 `json:"correctionAlpha,omitempty"`
+	CorrectionMin   float64 `json:"correctionMin,omitempty"`
+	CorrectionMax   float64 `json:"correctionMax,omitempty"`
+}
+
+func (c *Config) defaults() {
+	set := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	set(&c.Interval, 30)
+	set(&c.Cooldown, 120)
+	set(&c.Stabilization, 180)
+	set(&c.QueueHigh, 8)
+	set(&c.QueueLow, 2)
+	set(&c.KVHigh, 0.9)
+	set(&c.KVLow, 0.6)
+	set(&c.CorrectionAlpha, 0.3)
+	set(&c.CorrectionMin, 0.5)
+	set(&c.CorrectionMax, 3)
+	if c.Predictor == "" {
+		c.Predictor = PredictHolt
+	}
+	for _, v := range []*int{&c.MinPrefill, &c.MinDecode, &c.PrefillGPUs, &c.DecodeGPUs} {
+		if *v == 0 {
+			*v = 1
+		}
+	}
+	if c.MaxPrefill == 0 {
+		c.MaxPrefill = 64
+	}
+	if c.MaxDecode == 0 {
+		c.MaxDecode = 64
+	}
+}
+
+// Validate names the first bad field.
+func (c *Config) Validate() error {
+	switch {
+	case c.TTFTms <= 0 || c.ITLms <= 0:
+		return fmt.Errorf("planner: ttftMs and itlMs must be > 0 (the SLO the planner holds)")
+	case c.Interval <= 0:
+		return fmt.Errorf("planner.intervalSeconds: %g must be > 0", c.Interval)
+	case c.StartupDelay < 0:
+		return fmt.Errorf("planner.startupDelaySeconds: %g must be >= 0", c.StartupDelay)
+	case c.MinPrefill < 1 || c.MinDecode < 1:
+		return fmt.Errorf("planner.minPrefill/minDecode: must be >= 1 (a pool never scales to zero)")
+	case c.MaxPrefill < c.MinPrefill:
+		return fmt.Errorf("planner.maxPrefill: %d is below minPrefill %d", c.MaxPrefill, c.MinPrefill)
+	case c.MaxDecode < c.MinDecode:
+		return fmt.Errorf("planner.maxDecode: %d is below minDecode %d", c.MaxDecode, c.MinDecode)
+	case c.GPUBudget < 0 || c.PrefillGPUs < 1 || c.DecodeGPUs < 1:
+		return fmt.Errorf("planner.gpuBudget/prefillGpus/decodeGpus: budget >= 0, GPUs per replica >= 1")
+	case c.GPUBudget > 0 && c.GPUBudget < c.PrefillGPUs+c.DecodeGPUs:
+		return fmt.Errorf("planner.gpuBudget: %d cannot hold one prefill (%d GPUs) and one decode (%d GPUs) replica", c.GPUBudget, c.PrefillGPUs, c.DecodeGPUs)
+	case c.QueueLow > c.QueueHigh:
+		return fmt.Errorf("planner.queueLow: %g above queueHigh %g", c.QueueLow, c.QueueHigh)
+	case c.KVLow > c.KVHigh || c.KVHigh > 1:
+		return fmt.Errorf("planner.kvLow/kvHigh: need 0 <= kvLow <= kvHigh <= 1")
+	case c.CorrectionAlpha <= 0 || c.CorrectionAlpha > 1:
+		return fmt.Errorf("planner.correctionAlpha: %g must be in (0, 1]", c.CorrectionAlpha)
+	case c.CorrectionMin <= 0 || c.CorrectionMax < c.CorrectionMin:
+		return fmt.Errorf("planner.correctionMin/Max: need 0 < min <= max")
+	}
+	_, err := NewPredictor(c.Predictor, c.Window)
+	return err
+}
