@@ -10,6 +10,11 @@ type Config struct {
 	Interval float64 `json:"intervalSeconds,omitempty"`
 	TTFTms   float64 `json:"ttftMs"`
 	ITLms    float64 `json:"itlMs"`
+	// TTFTTarget and ITLTarget are the fractions of the SLO the pools are
+	// sized to on average (default 0.5 and 0.9): the mean must sit below the
+	// target so that nearly every request does.
+	TTFTTarget float64 `json:"ttftTarget,omitempty"`
+	ITLTarget  float64 `json:"itlTarget,omitempty"`
 	// Predictor: constant, moving-average, holt, kalman or arima (default holt); Window its history.
 	Predictor string `json:"predictor,omitempty"`
 	Window    int    `json:"window,omitempty"`
@@ -28,7 +33,7 @@ type Config struct {
 	// scale-down may not go below (default 180 s).
 	Cooldown      float64 `json:"cooldownSeconds,omitempty"`
 	Stabilization float64 `json:"stabilizationSeconds,omitempty"`
-	// QueueHigh/Low are waiting requests per prefill replica, KVHigh/Low the
+	// QueueHigh/Low are requests waiting for their first token per prefill replica, KVHigh/Low the
 	// decode cache use, that trigger a reactive scale-up and allow a scale-down.
 	QueueHigh float64 `json:"queueHigh,omitempty"`
 	QueueLow  float64 `json:"queueLow,omitempty"`
@@ -48,9 +53,11 @@ func (c *Config) defaults() {
 		}
 	}
 	set(&c.Interval, 30)
+	set(&c.TTFTTarget, 0.5)
+	set(&c.ITLTarget, 0.9)
 	set(&c.Cooldown, 120)
 	set(&c.Stabilization, 180)
-	set(&c.QueueHigh, 8)
+	set(&c.QueueHigh, 6)
 	set(&c.QueueLow, 2)
 	set(&c.KVHigh, 0.9)
 	set(&c.KVLow, 0.6)
@@ -78,6 +85,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.TTFTms <= 0 || c.ITLms <= 0:
 		return fmt.Errorf("planner: ttftMs and itlMs must be > 0 (the SLO the planner holds)")
+	case c.TTFTTarget <= 0 || c.TTFTTarget > 1 || c.ITLTarget <= 0 || c.ITLTarget > 1:
+		return fmt.Errorf("planner.ttftTarget/itlTarget: fractions of the SLO in (0, 1]")
 	case c.Interval <= 0:
 		return fmt.Errorf("planner.intervalSeconds: %g must be > 0", c.Interval)
 	case c.StartupDelay < 0:

@@ -40,7 +40,7 @@ type Observation struct {
 	MeanISL, MeanOSL float64
 	// TTFTms and ITLms are the observed means (0: none completed).
 	TTFTms, ITLms float64
-	// QueueDepth is requests waiting in the engines; KVUse the decode pool's mean cache use (0..1).
+	// QueueDepth is requests waiting for their first token; KVUse the decode pool's mean cache use (0..1).
 	QueueDepth int
 	KVUse      float64
 	// Stale marks missing or outdated metrics: the planner holds.
@@ -131,8 +131,12 @@ func (p *Planner) Tick(o Observation) Decision {
 	if !p.seen || o.Requests > 0 && p.isl.Predict(lead) == 0 {
 		d.PredictedISL, d.PredictedOSL = math.Max(o.MeanISL, 1), math.Max(o.MeanOSL, 2)
 	}
-	d.PrefillCapacity = p.cap.PrefillRate(d.PredictedISL, c.TTFTms/p.corrP)
-	d.DecodeCapacity = p.cap.DecodeRate(d.PredictedISL, d.PredictedOSL, c.ITLms/p.corrD)
+	// A pool that runs slower than the model by a factor carries that much
+	// less. A pool that runs faster is not trusted to carry more: the ratio
+	// is learnt at the current request sizes, and a burst of other sizes
+	// must not find the pools under-provisioned.
+	d.PrefillCapacity = p.cap.PrefillRate(d.PredictedISL, c.TTFTms*c.TTFTTarget) / math.Max(p.corrP, 1)
+	d.DecodeCapacity = p.cap.DecodeRate(d.PredictedISL, d.PredictedOSL, c.ITLms*c.ITLTarget) / math.Max(p.corrD, 1)
 	wantP := need(d.PredictedRate, d.PrefillCapacity, c.MaxPrefill)
 	wantD := need(d.PredictedRate, d.DecodeCapacity, c.MaxDecode)
 	var why []string
@@ -187,12 +191,17 @@ func (p *Planner) correct(o Observation, rate float64) {
 		return
 	}
 	isl, osl := math.Max(o.MeanISL, 1), math.Max(o.MeanOSL, 2)
-	if o.TTFTms > 0 && o.Prefill > 0 {
+	// Latency of an overloaded pool measures its queue, not the model's
+	// error: correct only from pools working below their SLO capacity.
+	perPrefill := rate / float64(max(o.Prefill, 1))
+	calmPrefill := float64(o.QueueDepth)/float64(max(o.Prefill, 1)) <= c.QueueLow &&
+		perPrefill <= p.cap.PrefillRate(isl, c.TTFTms*c.TTFTTarget)
+	if o.TTFTms > 0 && o.TTFTms <= c.TTFTms && o.Prefill > 0 && calmPrefill {
 		if exp := p.cap.PrefillTTFT(isl, rate/float64(o.Prefill)); exp > 0 && !math.IsInf(exp, 1) {
 			p.corrP = clamp((1-c.CorrectionAlpha)*p.corrP+c.CorrectionAlpha*o.TTFTms/exp, c.CorrectionMin, c.CorrectionMax)
 		}
 	}
-	if o.ITLms > 0 && o.Decode > 0 {
+	if o.ITLms > 0 && o.ITLms <= c.ITLms && o.Decode > 0 && o.KVUse <= c.KVHigh {
 		// Requests in decode per replica (Little's law over the decode time).
 		batch := rate * (osl - 1) * o.ITLms / 1e3 / float64(o.Decode)
 		if exp := p.cap.DecodeITL(isl, osl, math.Max(batch, 1)); exp > 0 {
@@ -238,11 +247,15 @@ func (p *Planner) limit(pre, dec int, why *[]string) (int, int) {
 	if c.GPUBudget > 0 {
 		over := func() bool { return pre*c.PrefillGPUs+dec*c.DecodeGPUs > c.GPUBudget }
 		shrunk := false
-		for over() && pre > 1 {
-			pre, shrunk = pre-1, true
-		}
-		for over() && dec > 1 {
-			dec, shrunk = dec-1, true
+		// Prefill gives way first, but neither pool below what runs now
+		// until both are there; then down to one replica each.
+		for _, floor := range []struct{ p, d int }{{max(p.last.Prefill, 1), max(p.last.Decode, 1)}, {1, 1}} {
+			for over() && pre > floor.p {
+				pre, shrunk = pre-1, true
+			}
+			for over() && dec > floor.d {
+				dec, shrunk = dec-1, true
+			}
 		}
 		if shrunk {
 			*why = append(*why, fmt.Sprintf("GPU budget %d caps it at %d prefill + %d decode", c.GPUBudget, pre, dec))

@@ -34,7 +34,7 @@ func NewPredictor(kind string, window int) (Predictor, error) {
 	case PredictMovingAvg:
 		return &movingAverage{window: defaultInt(window, 6)}, nil
 	case PredictHolt:
-		return &holt{alpha: 0.5, beta: 0.3}, nil
+		return &holt{alpha: 0.5, beta: 0.3, phi: 0.9}, nil
 	case PredictKalman:
 		return newKalman(), nil
 	case PredictARIMA:
@@ -80,11 +80,13 @@ func (m *movingAverage) Predict(float64) float64 {
 	return s / float64(len(m.vals))
 }
 
-// holt is double exponential smoothing: a level and a trend.
+// holt is double exponential smoothing with a damped trend: a level and a
+// trend whose extrapolation fades by phi a step, so a step in the load is
+// not projected upward for the whole lead time.
 type holt struct {
-	alpha, beta  float64
-	level, trend float64
-	n            int
+	alpha, beta, phi float64
+	level, trend     float64
+	n                int
 }
 
 func (h *holt) Observe(v float64) {
@@ -96,13 +98,17 @@ func (h *holt) Observe(v float64) {
 		h.level = v
 	default:
 		prev := h.level
-		h.level = h.alpha*v + (1-h.alpha)*(h.level+h.trend)
-		h.trend = h.beta*(h.level-prev) + (1-h.beta)*h.trend
+		h.level = h.alpha*v + (1-h.alpha)*(h.level+h.phi*h.trend)
+		h.trend = h.beta*(h.level-prev) + (1-h.beta)*h.phi*h.trend
 	}
 	h.n++
 }
 
-func (h *holt) Predict(steps float64) float64 { return math.Max(0, h.level+steps*h.trend) }
+func (h *holt) Predict(steps float64) float64 {
+	// Sum of phi^k for k = 1..steps.
+	damp := h.phi * (1 - math.Pow(h.phi, steps)) / (1 - h.phi)
+	return math.Max(0, h.level+damp*h.trend)
+}
 
 // kalman is a local-linear-trend Kalman filter: state (level, trend), the
 // level drifts by the trend each step, both with process noise.

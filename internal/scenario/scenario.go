@@ -11,9 +11,11 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuplane/gpuplane/internal/capacity"
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/engine"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/planner"
 	"github.com/gpuplane/gpuplane/internal/sim"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
@@ -31,6 +33,8 @@ type Scenario struct {
 	DurationSeconds float64    `json:"durationSeconds"`
 	IntervalSeconds float64    `json:"intervalSeconds,omitempty"`
 	Seed            uint64     `json:"seed,omitempty"`
+	// Planner, when set, scales the prefill and decode pools while the run goes on.
+	Planner *planner.Config `json:"planner,omitempty"`
 }
 
 // Deployment is the serving topology.
@@ -57,6 +61,20 @@ type Workload struct {
 	OSL   *DistSpec  `json:"osl,omitempty"`
 	Users *UsersSpec `json:"users,omitempty"`
 	Trace *TraceSpec `json:"trace,omitempty"`
+	// Burst adds concurrent users on top of a poisson or trace workload.
+	Burst *BurstSpec `json:"burst,omitempty"`
+}
+
+// BurstSpec is a crowd of users arriving on top of the base traffic: each
+// sends a request, waits for its answer, thinks, and sends the next.
+type BurstSpec struct {
+	N               int       `json:"count"`
+	StartSeconds    float64   `json:"startSeconds"`
+	DurationSeconds float64   `json:"durationSeconds"`
+	RampSeconds     float64   `json:"rampSeconds,omitempty"`
+	ThinkMs         *DistSpec `json:"thinkMs,omitempty"`
+	ISL             *DistSpec `json:"isl"`
+	OSL             *DistSpec `json:"osl"`
 }
 
 // RateSpec picks one rate profile (requests per second).
@@ -114,27 +132,71 @@ func Load(path string) (*Scenario, error) {
 
 // Build turns a scenario into a ready simulator; onRequest may be nil.
 func Build(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest func(sim.Record)) (*sim.Sim, error) {
+	sm, _, err := buildSim(s, cat, params, onRequest)
+	return sm, err
+}
+
+// BuildPlanned builds the simulation and, when the scenario has a planner
+// section, the planner that scales it, on the performance model of its
+// prefill and decode workers.
+func BuildPlanned(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest func(sim.Record)) (*sim.Sim, *planner.Planner, error) {
+	sm, pools, err := buildSim(s, cat, params, onRequest)
+	if err != nil || s.Planner == nil {
+		return sm, nil, err
+	}
+	if s.Deployment.Mode != "disagg" {
+		return nil, nil, fmt.Errorf("planner: scales prefill and decode pools; set deployment.mode: disagg")
+	}
+	cfg := *s.Planner
+	if cfg.TTFTms == 0 {
+		cfg.TTFTms = s.SLO.TTFTMs
+	}
+	if cfg.ITLms == 0 {
+		cfg.ITLms = s.SLO.ITLMs
+	}
+	if cfg.StartupDelay == 0 {
+		cfg.StartupDelay = s.Deployment.StartupDelaySeconds
+	}
+	pc, dc := pools[0].Config(), pools[1].Config()
+	if cfg.PrefillGPUs == 0 {
+		cfg.PrefillGPUs = pc.GPUs()
+	}
+	if cfg.DecodeGPUs == 0 {
+		cfg.DecodeGPUs = dc.GPUs()
+	}
+	model, err := capacity.New(pools[0], pools[1], true)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := planner.New(cfg, model)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sm, p, nil
+}
+
+func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest func(sim.Record)) (*sim.Sim, []*perf.Worker, error) {
 	if s.DurationSeconds <= 0 {
-		return nil, fmt.Errorf("durationSeconds: must be > 0")
+		return nil, nil, fmt.Errorf("durationSeconds: must be > 0")
 	}
 	m, err := cat.Model(s.Model)
 	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+		return nil, nil, fmt.Errorf("model: %w", err)
 	}
 	dev, err := cat.Device(s.GPU, s.Slice)
 	if err != nil {
-		return nil, fmt.Errorf("gpu: %w", err)
+		return nil, nil, fmt.Errorf("gpu: %w", err)
 	}
 	be := perf.VLLM
 	if s.Backend != "" {
 		if be, err = perf.ParseBackend(s.Backend); err != nil {
-			return nil, fmt.Errorf("backend: %w", err)
+			return nil, nil, fmt.Errorf("backend: %w", err)
 		}
 	}
 	var prec catalog.Precision
 	if s.Precision != "" {
 		if prec, err = catalog.ParsePrecision(s.Precision); err != nil {
-			return nil, fmt.Errorf("precision: %w", err)
+			return nil, nil, fmt.Errorf("precision: %w", err)
 		}
 	}
 	mkWorker := func(field string, p *Pool) (*perf.Worker, error) {
@@ -159,38 +221,41 @@ func Build(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest fun
 		return w, nil
 	}
 	d := s.Deployment
+	var workers []*perf.Worker
 	cfg := sim.Config{Router: d.Router, Interval: s.IntervalSeconds,
 		TTFTSLO: s.SLO.TTFTMs / 1e3, ITLSLO: s.SLO.ITLMs / 1e3}
 	switch d.Mode {
 	case "agg", "":
 		w, err := mkWorker("agg", d.Agg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg.Pools = []sim.PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: d.Agg.Replicas, StartupDelay: d.StartupDelaySeconds}}
 	case "disagg":
 		pw, err := mkWorker("prefill", d.Prefill)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dw, err := mkWorker("decode", d.Decode)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg.Pools = []sim.PoolSpec{
 			{Name: "prefill", Role: engine.Prefill, Worker: pw, Replicas: d.Prefill.Replicas, StartupDelay: d.StartupDelaySeconds},
 			{Name: "decode", Role: engine.Decode, Worker: dw, Replicas: d.Decode.Replicas, StartupDelay: d.StartupDelaySeconds}}
 		cfg.KVTransfer = func(isl int) float64 { return perf.KVTransferTime(isl, pw, dw, true) }
+		workers = []*perf.Worker{pw, dw}
 	default:
-		return nil, fmt.Errorf("deployment.mode: %q is not agg or disagg", d.Mode)
+		return nil, nil, fmt.Errorf("deployment.mode: %q is not agg or disagg", d.Mode)
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, 0x9e3779b97f4a7c15))
 	src, users, err := buildWorkload(s, rng)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.Users = users
 	cfg.DrainTimeout = 600
 	cfg.OnRequest = onRequest
-	return sim.New(cfg, src)
+	sm, err := sim.New(cfg, src)
+	return sm, workers, err
 }

@@ -58,6 +58,41 @@ func (r *RateSpec) build() (workload.Rate, error) {
 }
 
 func buildWorkload(s *Scenario, rng *rand.Rand) (workload.Source, *sim.Users, error) {
+	src, users, err := baseWorkload(s, rng)
+	if err != nil || s.Workload.Burst == nil {
+		return src, users, err
+	}
+	if users != nil {
+		return nil, nil, fmt.Errorf("workload.burst: adds users to poisson or trace traffic; kind users already is a crowd")
+	}
+	b := s.Workload.Burst
+	switch {
+	case b.N < 1:
+		return nil, nil, fmt.Errorf("workload.burst.count: %d must be >= 1", b.N)
+	case b.StartSeconds < 0 || b.DurationSeconds <= 0:
+		return nil, nil, fmt.Errorf("workload.burst: startSeconds >= 0 and durationSeconds > 0")
+	case b.RampSeconds < 0:
+		return nil, nil, fmt.Errorf("workload.burst.rampSeconds: must be >= 0")
+	}
+	isl, err := b.ISL.build("burst.isl")
+	if err != nil {
+		return nil, nil, err
+	}
+	osl, err := b.OSL.build("burst.osl")
+	if err != nil {
+		return nil, nil, err
+	}
+	var think workload.Dist
+	if b.ThinkMs != nil {
+		if think, err = b.ThinkMs.build("burst.thinkMs"); err != nil {
+			return nil, nil, err
+		}
+	}
+	return src, &sim.Users{N: b.N, ISL: isl, OSL: osl, Think: think, Start: b.StartSeconds,
+		Duration: b.StartSeconds + b.DurationSeconds, Ramp: b.RampSeconds, Rng: rng}, nil
+}
+
+func baseWorkload(s *Scenario, rng *rand.Rand) (workload.Source, *sim.Users, error) {
 	w := s.Workload
 	sizes := func() (isl, osl workload.Dist, err error) {
 		if isl, err = w.ISL.build("isl"); err == nil {

@@ -23,9 +23,11 @@ type Point struct {
 	TTFTms      Percentiles    `json:"ttft_ms"`
 	ITLms       Percentiles    `json:"itl_ms"`
 	KVUse       float64        `json:"kv_use"`
-	// PoolKVUse is each pool's mean KV-cache use.
-	PoolKVUse  map[string]float64 `json:"pool_kv_use"`
-	Attainment float64            `json:"slo_attainment"`
+	// PoolKVUse is each pool's mean KV-cache use; PoolInFlight its requests
+	// running or waiting (for a prefill pool: those without a first token).
+	PoolKVUse    map[string]float64 `json:"pool_kv_use"`
+	PoolInFlight map[string]int     `json:"pool_in_flight"`
+	Attainment   float64            `json:"slo_attainment"`
 	// Means of the interval: sizes of the arrivals, latencies of the completions.
 	ISLMean    float64 `json:"isl_mean"`
 	OSLMean    float64 `json:"osl_mean"`
@@ -95,6 +97,7 @@ func (r *recorder) closeInterval(s *Sim) {
 	p := r.cur
 	p.Workers = map[string]int{}
 	p.PoolKVUse = map[string]float64{}
+	p.PoolInFlight = map[string]int{}
 	var kv float64
 	n := 0
 	for _, pl := range s.pools {
@@ -106,6 +109,7 @@ func (r *recorder) closeInterval(s *Sim) {
 				p.QueueDepth += w.eng.Waiting()
 				kv += w.eng.KVUsed()
 				pkv += w.eng.KVUsed()
+				p.PoolInFlight[pl.spec.Name] += w.eng.Running() + w.eng.Waiting()
 				n++
 				pn++
 			}

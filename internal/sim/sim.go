@@ -124,6 +124,8 @@ type request struct {
 	engine.Request
 	arrival, first float64
 	prefillDone    bool
+	// fromUser marks a request of a concurrency-driven user, who sends the next when it ends.
+	fromUser bool
 }
 
 // Sim is one simulation run.
@@ -208,12 +210,12 @@ func (s *Sim) userSends(now float64) error {
 	if now >= u.Duration {
 		return nil
 	}
-	return s.arrive(workload.Request{At: now, ISL: u.ISL.Sample(u.Rng), OSL: u.OSL.Sample(u.Rng)})
+	return s.arrive(workload.Request{At: now, ISL: u.ISL.Sample(u.Rng), OSL: u.OSL.Sample(u.Rng)}, true)
 }
 
-func (s *Sim) arrive(a workload.Request) error {
+func (s *Sim) arrive(a workload.Request, fromUser bool) error {
 	s.nextID++
-	r := &request{Request: engine.Request{ID: s.nextID, ISL: a.ISL, OSL: a.OSL}, arrival: a.At}
+	r := &request{Request: engine.Request{ID: s.nextID, ISL: a.ISL, OSL: a.OSL}, arrival: a.At, fromUser: fromUser}
 	s.reqs[r.ID] = r
 	s.rec.arrived(a)
 	return s.dispatch(r, a.At)
@@ -382,7 +384,7 @@ func (k sinkFor) Finished(er *engine.Request, t float64) {
 		s.cfg.OnRequest(rec)
 	}
 	delete(s.reqs, r.ID)
-	if u := s.cfg.Users; u != nil {
+	if u := s.cfg.Users; u != nil && r.fromUser {
 		think := 0.0
 		if u.Think != nil {
 			think = float64(u.Think.Sample(u.Rng)) / 1e3
@@ -443,7 +445,7 @@ func (s *Sim) Step(until float64) (bool, error) {
 		case 1:
 			a := *s.pending
 			s.pending = nil
-			if err := s.arrive(a); err != nil {
+			if err := s.arrive(a, false); err != nil {
 				return false, err
 			}
 		case 2:
@@ -464,11 +466,24 @@ func (s *Sim) Run() (*Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !more || s.pending == nil && s.rec.lastArrival > 0 && s.now > s.rec.lastArrival+s.cfg.DrainTimeout {
+		if !more || s.Drained() {
 			break
 		}
 	}
 	return s.Summary(), nil
+}
+
+// PointsSince returns the closed intervals of the time series from index i on.
+func (s *Sim) PointsSince(i int) []Point {
+	if i >= len(s.rec.series) {
+		return nil
+	}
+	return s.rec.series[i:]
+}
+
+// Drained reports whether the drain timeout after the last arrival passed.
+func (s *Sim) Drained() bool {
+	return s.pending == nil && s.rec.lastArrival > 0 && s.now > s.rec.lastArrival+s.cfg.DrainTimeout
 }
 
 // Summary reports what the run measured so far.
