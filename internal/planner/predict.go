@@ -54,7 +54,7 @@ func defaultInt(v, d int) int {
 type constant struct{ last float64 }
 
 func (c *constant) Observe(v float64)       { c.last = v }
-func (c *constant) Predict(float64) float64 { return c.last }
+func (c *constant) Predict(float64) float64 { return math.Max(0, c.last) }
 
 // movingAverage forecasts the mean of the last window values.
 type movingAverage struct {
@@ -77,7 +77,7 @@ func (m *movingAverage) Predict(float64) float64 {
 	for _, v := range m.vals {
 		s += v
 	}
-	return s / float64(len(m.vals))
+	return math.Max(0, s/float64(len(m.vals)))
 }
 
 // holt is double exponential smoothing with a damped trend: a level and a
@@ -178,6 +178,17 @@ func (a *arima) fit() []float64 {
 	if rows < 2*(a.p+1) {
 		return nil
 	}
+	// A series whose differences do not vary (a straight ramp) has no
+	// autoregression to fit: it is a random walk with drift.
+	drift := func() []float64 {
+		mean := 0.0
+		for _, v := range d {
+			mean += v
+		}
+		out := make([]float64, a.p+1)
+		out[0] = mean / float64(len(d))
+		return out
+	}
 	x := mat.NewDense(rows, a.p+1, nil)
 	y := mat.NewVecDense(rows, nil)
 	for i := 0; i < rows; i++ {
@@ -189,7 +200,7 @@ func (a *arima) fit() []float64 {
 	}
 	var beta mat.VecDense
 	if err := beta.SolveVec(x, y); err != nil {
-		return nil
+		return drift()
 	}
 	out := make([]float64, a.p+1)
 	for i := range out {
@@ -200,8 +211,8 @@ func (a *arima) fit() []float64 {
 	for _, c := range out[1:] {
 		sum += math.Abs(c)
 	}
-	if sum >= 1 {
-		return nil
+	if sum >= 1 || math.IsNaN(sum) {
+		return drift()
 	}
 	return out
 }
