@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuplane/gpuplane/internal/output"
+	"github.com/gpuplane/gpuplane/internal/planner"
+	"github.com/gpuplane/gpuplane/internal/plansim"
 	"github.com/gpuplane/gpuplane/internal/report"
 	"github.com/gpuplane/gpuplane/internal/scenario"
 	"github.com/gpuplane/gpuplane/internal/sim"
@@ -74,13 +76,23 @@ reports SLO attainment, goodput, latency percentiles, GPU-hours and per-interval
 				}
 				flush = func() error { cw.Flush(); return cw.Error() }
 			}
-			s, err := scenario.Build(sc, env.Catalog, env.Params, onReq)
+			s, pl, err := scenario.BuildPlanned(sc, env.Catalog, env.Params, onReq)
 			if err != nil {
 				return fmt.Errorf("scenario %s: %w", file, err)
 			}
-			sum, err := s.Run()
+			var sum *sim.Summary
+			var decisions []planner.Decision
+			if pl != nil {
+				// The planner's core scales the pools as the run goes on.
+				decisions, sum, err = plansim.Run(s, pl)
+			} else {
+				sum, err = s.Run()
+			}
 			if err != nil {
 				return err
+			}
+			for _, d := range decisions {
+				g.log.Debug("planner", "t", d.Time, "prefill", d.Prefill, "decode", d.Decode, "reason", d.Reason)
 			}
 			if flush != nil {
 				if err := flush(); err != nil {
@@ -88,7 +100,14 @@ reports SLO attainment, goodput, latency percentiles, GPU-hours and per-interval
 				}
 			}
 			if jsonOut != "" {
-				b, _ := json.MarshalIndent(sum, "", "  ")
+				var v any = sum
+				if pl != nil {
+					v = struct {
+						*sim.Summary
+						Decisions []planner.Decision `json:"planner_decisions"`
+					}{sum, decisions}
+				}
+				b, _ := json.MarshalIndent(v, "", "  ")
 				if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
 					return fmt.Errorf("--json: %w", err)
 				}

@@ -12,8 +12,8 @@ import (
 )
 
 type outcome struct {
-	decisions    []planner.Decision
-	sum          *sim.Summary
+	decisions     []planner.Decision
+	sum           *sim.Summary
 	before, after float64 // attainment of requests arriving before the burst, and after the reaction window
 }
 
