@@ -122,3 +122,26 @@ func TestConfigureErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestDemo(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "demo.html")
+	out, stderr, err := run(t, "demo", "--report", html)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"planner (peak", "static at peak", "static at base", "prefill 1 -> 2", "reaction window"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := string(b); !strings.Contains(page, "Planner decisions") || !strings.Contains(page, "<svg") || strings.Contains(page, "<script") {
+		t.Error("demo report incomplete or not self-contained")
+	}
+	if _, _, err := run(t, "demo", "-f", "../../examples/burst.yaml"); err == nil || !strings.Contains(err.Error(), "planner section") {
+		t.Errorf("a scenario without a planner: %v", err)
+	}
+}
