@@ -1,0 +1,205 @@
+package plannerlive_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuplane/gpuplane/internal/planner"
+	"github.com/gpuplane/gpuplane/internal/planner/plannertest"
+	"github.com/gpuplane/gpuplane/internal/plannerlive"
+	"github.com/gpuplane/gpuplane/internal/plannerlive/plannerlivetest"
+)
+
+// vllmText renders a worker's /metrics as vLLM exports them.
+func vllmText(success, prompt, gen, ttftSum, ttftN, itlSum, itlN, running, waiting, kv float64) string {
+	const m = `model_name="Qwen/Qwen3-32B"`
+	return fmt.Sprintf(`# HELP vllm:request_success_total Count of successfully processed requests.
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{finished_reason="stop",%[1]s} %[2]g
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{%[1]s} %[3]g
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{%[1]s} %[4]g
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{%[1]s,le="+Inf"} %[6]g
+vllm:time_to_first_token_seconds_sum{%[1]s} %[5]g
+vllm:time_to_first_token_seconds_count{%[1]s} %[6]g
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_bucket{%[1]s,le="+Inf"} %[8]g
+vllm:inter_token_latency_seconds_sum{%[1]s} %[7]g
+vllm:inter_token_latency_seconds_count{%[1]s} %[8]g
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{%[1]s} %[9]g
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{%[1]s} %[10]g
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{%[1]s} %[11]g
+`, m, success, prompt, gen, ttftSum, ttftN, itlSum, itlN, running, waiting, kv)
+}
+
+// worker serves a changing /metrics page over real HTTP.
+func worker(t *testing.T, pages ...string) *httptest.Server {
+	var i atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n := min(int(i.Add(1))-1, len(pages)-1)
+		io.WriteString(w, pages[n])
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestScrapeSourceFoldsTwoScrapes(t *testing.T) {
+	pre := worker(t, vllmText(100, 400000, 0, 20, 100, 0, 0, 1, 0, 0.1), vllmText(160, 640000, 0, 35, 160, 0, 0, 3, 2, 0.2))
+	dec := worker(t, vllmText(90, 0, 45000, 0, 0, 900, 45000, 30, 0, 0.4), vllmText(150, 0, 75000, 0, 0, 1500, 75000, 40, 0, 0.6))
+	src := &plannerlive.ScrapeSource{Prefill: []string{pre.URL}, Decode: []string{dec.URL}}
+	t0 := time.Unix(1000, 0)
+	if o := src.Observe(context.Background(), t0); !o.Stale {
+		t.Fatalf("the first scrape has nothing to compare with: %+v", o)
+	}
+	o := src.Observe(context.Background(), t0.Add(30*time.Second))
+	if o.Stale || o.Interval != 30 || o.Requests != 60 || o.MeanISL != 4000 || o.MeanOSL != 500 {
+		t.Errorf("interval %+v: want 60 requests of 4000/500 over 30 s", o)
+	}
+	if o.TTFTms != 250 || o.ITLms != 20 || o.QueueDepth != 5 || o.KVUse != 0.6 {
+		t.Errorf("latencies and state %+v: want TTFT 250 ms, ITL 20 ms, 5 waiting for a first token, KV 0.6", o)
+	}
+}
+
+func TestScrapeSourceStaleOnErrors(t *testing.T) {
+	notVLLM := worker(t, "# TYPE up gauge\nup 1\n")
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	for name, urls := range map[string]string{"unreachable": down.URL, "not vLLM": notVLLM.URL} {
+		src := &plannerlive.ScrapeSource{Prefill: []string{urls}, Decode: []string{urls}}
+		if o := src.Observe(context.Background(), time.Now()); !o.Stale || o.Reason == "" {
+			t.Errorf("%s: %+v should be stale with a reason", name, o)
+		}
+	}
+}
+
+// A fake Prometheus answering the query API over real HTTP.
+func TestPromSource(t *testing.T) {
+	values := map[string]string{
+		"sum(increase(vllm:request_success_total{role=\"prefill\"}":  "60",
+		"sum(increase(vllm:prompt_tokens_total{role=\"prefill\"}":    "240000",
+		"sum(increase(vllm:request_success_total{role=\"decode\"}":   "60",
+		"sum(increase(vllm:generation_tokens_total{role=\"decode\"}": "30000",
+		"sum(increase(vllm:time_to_first_token_seconds_sum":          "15",
+		"sum(increase(vllm:time_to_first_token_seconds_count":        "60",
+		"sum(increase(vllm:inter_token_latency_seconds_sum":          "600",
+		"sum(increase(vllm:inter_token_latency_seconds_count":        "30000",
+		"sum(vllm:num_requests_running":                              "4",
+		"avg(vllm:kv_cache_usage_perc":                               "0.5",
+	}
+	var missing atomic.Bool
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		q := r.Form.Get("query")
+		val := ""
+		for prefix, v := range values {
+			if strings.HasPrefix(q, prefix) {
+				val = v
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if val == "" || missing.Load() {
+			io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+			return
+		}
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1000,"%s"]}]}}`, val)
+	}))
+	defer prom.Close()
+	src, err := plannerlive.NewPromSource(prom.URL, `role="prefill"`, `role="decode"`, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := src.Observe(context.Background(), time.Unix(1000, 0))
+	if o.Stale || o.Requests != 60 || o.MeanISL != 4000 || o.MeanOSL != 500 || o.TTFTms != 250 || o.ITLms != 20 || o.QueueDepth != 4 || o.KVUse != 0.5 {
+		t.Errorf("observation %+v", o)
+	}
+	missing.Store(true)
+	if o := src.Observe(context.Background(), time.Unix(1030, 0)); !o.Stale || !strings.Contains(o.Reason, "no data") {
+		t.Errorf("missing series must make the observation stale: %+v", o)
+	}
+}
+
+func newRunner(t *testing.T, script []planner.Observation, dry bool) (*plannerlive.Runner, *plannerlivetest.Scaler, *plannerlivetest.Scaler, *prometheus.Registry) {
+	p, err := planner.New(planner.Config{TTFTms: 500, ITLms: 30, Interval: 30, Predictor: "constant", TTFTTarget: 1, ITLTarget: 1},
+		plannertest.Capacity{PrefillRPS: 4, DecodeRPS: 10, TTFTBase: 125, ITLBase: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre, dec := &plannerlivetest.Scaler{N: 1}, &plannerlivetest.Scaler{N: 1}
+	r := &plannerlive.Runner{Planner: p, Metrics: &plannerlivetest.Metrics{Script: script}, Prefill: pre, Decode: dec, DryRun: dry, Log: logr.Discard()}
+	reg := prometheus.NewRegistry()
+	if err := r.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	return r, pre, dec, reg
+}
+
+func TestRunnerScalesAndServesMetrics(t *testing.T) {
+	burst := planner.Observation{Interval: 30, Requests: 360, MeanISL: 4000, MeanOSL: 500, TTFTms: 200, ITLms: 20}
+	r, pre, dec, reg := newRunner(t, []planner.Observation{burst}, false)
+	now := time.Unix(1000, 0)
+	d, err := r.Tick(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pre.N != 3 || dec.N != 2 || d.Prefill != 3 {
+		t.Errorf("12 req/s: scaled to %d + %d, want 3 + 2", pre.N, dec.N)
+	}
+	// Metrics missing: hold, never scale to zero.
+	if d, _ := r.Tick(context.Background(), now.Add(30*time.Second)); !d.Held || pre.N != 3 || dec.N != 2 {
+		t.Errorf("stale tick %+v changed the pools to %d + %d", d, pre.N, dec.N)
+	}
+	srv := httptest.NewServer(r.Handler(reg, func() time.Time { return now.Add(45 * time.Second) }))
+	defer srv.Close()
+	body := get(t, srv.URL+"/metrics", 200)
+	for _, want := range []string{`gpuplane_planner_desired_replicas{pool="prefill"} 3`, `gpuplane_planner_decisions_total{outcome="held"} 1`,
+		`gpuplane_planner_decisions_total{outcome="scaled"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	get(t, srv.URL+"/healthz", 200)
+	late := httptest.NewServer(r.Handler(reg, func() time.Time { return now.Add(time.Hour) }))
+	defer late.Close()
+	get(t, late.URL+"/healthz", 503)
+}
+
+func TestRunnerAdvisoryModeOnlyReports(t *testing.T) {
+	burst := planner.Observation{Interval: 30, Requests: 360, MeanISL: 4000, MeanOSL: 500, TTFTms: 200, ITLms: 20}
+	r, pre, dec, _ := newRunner(t, []planner.Observation{burst}, true)
+	d, err := r.Tick(context.Background(), time.Unix(1000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Prefill != 3 || pre.Writes != 0 || dec.Writes != 0 {
+		t.Errorf("dry run advised %d prefill and wrote %d/%d times", d.Prefill, pre.Writes, dec.Writes)
+	}
+}
+
+func get(t *testing.T, url string, code int) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != code {
+		t.Errorf("GET %s: %d, want %d: %s", url, resp.StatusCode, code, b)
+	}
+	return string(b)
+}
