@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpuplane/gpuplane/internal/plannerlive"
+)
+
+func newPlannerCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "planner", Short: "The SLO planner against a live cluster"}
+	var file, kubeconfig string
+	var dryRun, once bool
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Scale prefill and decode pools through the scale subresource to hold the SLO",
+		Long: `Runs the planner's core as a long-lived process: every interval it reads the pools' vLLM
+metrics (Prometheus query API, or the workers' /metrics directly), predicts the load one start-up
+delay ahead, sizes the pools from the performance model, and sets their replicas through the
+Kubernetes scale subresource. Serves its own /metrics and /healthz. With --dry-run (advisory mode)
+it only reports. Missing or stale metrics: it holds the last decision.
+
+  gpuplane planner run --config planner.yaml
+  gpuplane planner run --config planner.yaml --dry-run --once`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return fmt.Errorf("--config: %w", err)
+			}
+			cfg, err := plannerlive.ParseConfig(data)
+			if err != nil {
+				return fmt.Errorf("--config %s: %w", file, err)
+			}
+			env, err := g.env()
+			if err != nil {
+				return err
+			}
+			p, err := cfg.Build(env)
+			if err != nil {
+				return fmt.Errorf("--config %s: %w", file, err)
+			}
+			src, err := cfg.Source(p.Config().Interval)
+			if err != nil {
+				return err
+			}
+			rc, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			dyn, err := dynamic.NewForConfig(rc)
+			if err != nil {
+				return fmt.Errorf("kubernetes client: %w", err)
+			}
+			r := &plannerlive.Runner{Planner: p, Metrics: src, DryRun: dryRun || cfg.DryRun,
+				Prefill: &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Prefill},
+				Decode:  &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Decode},
+				Log:     logr.FromSlogHandler(g.log.Handler())}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if once {
+				d, err := r.Tick(ctx, time.Now())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "prefill %d, decode %d: %s\n", d.Prefill, d.Decode, d.Reason)
+				return nil
+			}
+			reg := prometheus.NewRegistry()
+			if err := r.Register(reg); err != nil {
+				return err
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- plannerlive.Serve(ctx, cfg.Listen, r.Handler(reg, time.Now)) }()
+			g.log.Info("planner running", "listen", cfg.Listen, "interval_s", p.Config().Interval, "dry_run", r.DryRun)
+			if err := r.Run(ctx); err != nil {
+				return err
+			}
+			stop()
+			return <-errc
+		},
+	}
+	run.Flags().StringVar(&file, "config", "", "planner run file (planner, engine, metrics, targets); see docs/PLANNER.md")
+	run.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	run.Flags().BoolVar(&dryRun, "dry-run", false, "advisory mode: report decisions, scale nothing")
+	run.Flags().BoolVar(&once, "once", false, "tick once and exit (the first tick of a scrape source only holds)")
+	_ = run.MarkFlagRequired("config")
+	cmd.AddCommand(run)
+	return cmd
+}
+
+// restConfig loads a kubeconfig the way kubectl does, or the in-cluster one.
+func restConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		rules.ExplicitPath = path
+	}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		if ic, ierr := rest.InClusterConfig(); ierr == nil {
+			return ic, nil
+		}
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return rc, nil
+}

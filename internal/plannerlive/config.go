@@ -1,0 +1,116 @@
+package plannerlive
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuplane/gpuplane/internal/capacity"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/planner"
+)
+
+// Config is `gpuplane planner run --config`'s file.
+type Config struct {
+	Planner planner.Config `json:"planner"`
+	// Engine is what the pools run, for the capacity model.
+	Engine struct {
+		Model     string `json:"model"`
+		GPU       string `json:"gpu"`
+		Precision string `json:"precision,omitempty"`
+		Backend   string `json:"backend,omitempty"`
+		PrefillTP int    `json:"prefillTp,omitempty"`
+		DecodeTP  int    `json:"decodeTp,omitempty"`
+	} `json:"engine"`
+	Metrics struct {
+		Prometheus *struct {
+			URL             string `json:"url"`
+			PrefillSelector string `json:"prefillSelector"`
+			DecodeSelector  string `json:"decodeSelector"`
+		} `json:"prometheus,omitempty"`
+		Scrape *struct {
+			Prefill []string `json:"prefill"`
+			Decode  []string `json:"decode"`
+		} `json:"scrape,omitempty"`
+	} `json:"metrics"`
+	Targets struct {
+		Prefill Target `json:"prefill"`
+		Decode  Target `json:"decode"`
+	} `json:"targets"`
+	DryRun bool   `json:"dryRun,omitempty"`
+	Listen string `json:"listen,omitempty"`
+}
+
+// ParseConfig reads and checks a planner run file.
+func ParseConfig(data []byte) (*Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(bytes.TrimSpace(data), &c); err != nil {
+		return nil, fmt.Errorf("planner config: %w (fields: planner, engine, metrics, targets, dryRun, listen)", err)
+	}
+	m := c.Metrics
+	switch {
+	case c.Engine.Model == "" || c.Engine.GPU == "":
+		return nil, fmt.Errorf("engine.model and engine.gpu: required (the capacity model sizes the pools from them)")
+	case (m.Prometheus == nil) == (m.Scrape == nil):
+		return nil, fmt.Errorf("metrics: give exactly one of prometheus or scrape")
+	case m.Prometheus != nil && (m.Prometheus.URL == "" || m.Prometheus.PrefillSelector == "" || m.Prometheus.DecodeSelector == ""):
+		return nil, fmt.Errorf("metrics.prometheus: url, prefillSelector and decodeSelector are required")
+	case m.Scrape != nil && (len(m.Scrape.Prefill) == 0 || len(m.Scrape.Decode) == 0):
+		return nil, fmt.Errorf("metrics.scrape: prefill and decode need at least one metrics URL each")
+	}
+	for name, t := range map[string]Target{"prefill": c.Targets.Prefill, "decode": c.Targets.Decode} {
+		if t.Version == "" || t.Resource == "" || t.Namespace == "" || t.Name == "" {
+			return nil, fmt.Errorf("targets.%s: version, resource, namespace and name are required (e.g. group: apps, version: v1, resource: deployments)", name)
+		}
+	}
+	if c.Listen == "" {
+		c.Listen = ":9464"
+	}
+	return &c, nil
+}
+
+// Build makes the planner on the performance model of the configured engines.
+func (c *Config) Build(env estimate.Env) (*planner.Planner, error) {
+	e := c.Engine
+	if e.Backend == "" {
+		e.Backend = "vllm"
+	}
+	base, err := estimate.BaseConfig(env, estimate.Query{Model: e.Model, GPU: e.GPU, Precision: e.Precision, Backend: e.Backend})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	pc, dc := base, base
+	pc.TP, dc.TP = max(e.PrefillTP, 1), max(e.DecodeTP, 1)
+	pw, err := perf.NewWorker(pc, env.Params)
+	if err != nil {
+		return nil, fmt.Errorf("engine.prefillTp: %w", err)
+	}
+	dw, err := perf.NewWorker(dc, env.Params)
+	if err != nil {
+		return nil, fmt.Errorf("engine.decodeTp: %w", err)
+	}
+	model, err := capacity.New(pw, dw, true)
+	if err != nil {
+		return nil, err
+	}
+	pcfg := c.Planner
+	if pcfg.PrefillGPUs == 0 {
+		pcfg.PrefillGPUs = pc.TP
+	}
+	if pcfg.DecodeGPUs == 0 {
+		pcfg.DecodeGPUs = dc.TP
+	}
+	return planner.New(pcfg, model)
+}
+
+// Source builds the configured metrics source.
+func (c *Config) Source(interval float64) (MetricsSource, error) {
+	if p := c.Metrics.Prometheus; p != nil {
+		return NewPromSource(p.URL, p.PrefillSelector, p.DecodeSelector, time.Duration(interval*float64(time.Second)))
+	}
+	s := c.Metrics.Scrape
+	return &ScrapeSource{Prefill: s.Prefill, Decode: s.Decode}, nil
+}

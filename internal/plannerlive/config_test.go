@@ -1,0 +1,44 @@
+package plannerlive
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+const good = `planner: {ttftMs: 500, itlMs: 30}
+engine: {model: Qwen/Qwen3-32B, gpu: h100_sxm, precision: fp8, prefillTp: 1, decodeTp: 4}
+metrics: {scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}}
+targets:
+  prefill: {group: apps, version: v1, resource: deployments, namespace: llm, name: p}
+  decode: {group: apps, version: v1, resource: deployments, namespace: llm, name: d}
+`
+
+func TestConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Build(estimate.Env{Catalog: catalog.MustDefault(), Params: perf.MustDefaultParams()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Config().DecodeGPUs != 4 || c.Listen != ":9464" {
+		t.Errorf("decode GPUs %d listen %q", p.Config().DecodeGPUs, c.Listen)
+	}
+	cases := map[string]string{
+		"unknown field": strings.Replace(good, "dryRun", "dry", 1) + "speed: 2\n",
+		"two sources":   strings.Replace(good, "metrics: {", "metrics: {prometheus: {url: x, prefillSelector: a, decodeSelector: b}, ", 1),
+		"no target":     strings.Replace(good, "name: d}", "name: \"\"}", 1),
+		"no engine":     strings.Replace(good, "gpu: h100_sxm, ", "", 1),
+	}
+	wants := map[string]string{"unknown field": "speed", "two sources": "exactly one", "no target": "targets.decode", "no engine": "engine.model"}
+	for name, doc := range cases {
+		if _, err := ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), wants[name]) {
+			t.Errorf("%s: error %v, want it to mention %q", name, err, wants[name])
+		}
+	}
+}
