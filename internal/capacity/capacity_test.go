@@ -1,0 +1,93 @@
+package capacity
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/planner"
+	"github.com/gpuplane/gpuplane/internal/serving"
+)
+
+func model(t testing.TB, decodeTP int) *Model {
+	c := catalog.MustDefault()
+	m, _ := c.Model("Qwen/Qwen3-32B")
+	d, _ := c.Device("h100_sxm", "")
+	pw, err := perf.NewWorker(perf.Config{Model: m, Device: d, Weights: catalog.FP8, TP: 1}, perf.MustDefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dw, err := perf.NewWorker(perf.Config{Model: m, Device: d, Weights: catalog.FP8, TP: decodeTP}, perf.MustDefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := New(pw, dw, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+// The analytic rates agree with the engine loop: the decode rate at the
+// ITL matches a decode-only run at that batch, and the prefill latency at
+// low load matches a one-user prefill run.
+func TestAgreesWithEngineLoop(t *testing.T) {
+	cm := model(t, 4)
+	isl, osl := 4000.0, 500.0
+	rate := cm.DecodeRate(isl, osl, 30)
+	// The batch the rate came from: the largest inside the ITL.
+	batch := 0
+	for b := 1; b < 1024; b++ {
+		if cm.DecodeITL(isl, osl, float64(b)) > 30 {
+			batch = b - 1
+			break
+		}
+	}
+	run, err := serving.DecodeOnly(cm.Decode, serving.Workload{ISL: int(isl), OSL: int(osl), Concurrency: batch}, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(run.RequestsPerS-rate)/rate > 0.05 {
+		t.Errorf("decode: analytic %.2f req/s at batch %d, engine loop %.2f", rate, batch, run.RequestsPerS)
+	}
+	one, err := serving.PrefillOnly(cm.Prefill, serving.Workload{ISL: int(isl), OSL: 2, Concurrency: 1}, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	transfer := perf.KVTransferTime(int(isl), cm.Prefill, cm.Decode, true) * 1e3
+	if got := cm.PrefillTTFT(isl, 0); math.Abs(got-transfer-one.TTFTms)/one.TTFTms > 0.02 {
+		t.Errorf("prefill: analytic %.1f ms (with %.1f ms hand-off), engine loop %.1f ms", got, transfer, one.TTFTms)
+	}
+}
+
+func TestMonotone(t *testing.T) {
+	cm := model(t, 1)
+	if !(cm.PrefillRate(4000, 400) < cm.PrefillRate(4000, 800) && cm.PrefillRate(1000, 500) > cm.PrefillRate(4000, 500)) {
+		t.Error("prefill rate must grow with the TTFT budget and shrink with the prompt")
+	}
+	if cm.PrefillRate(4000, 100) != 0 {
+		t.Error("a budget below one prompt's latency allows no rate")
+	}
+	if !(cm.DecodeITL(4000, 500, 8) < cm.DecodeITL(4000, 500, 64)) || cm.DecodeRate(4000, 500, 5) != 0 {
+		t.Error("decode ITL grows with batch; an ITL below one step allows no rate")
+	}
+	if !math.IsInf(cm.PrefillTTFT(4000, 100), 1) {
+		t.Error("past saturation the TTFT is unbounded")
+	}
+}
+
+// BenchmarkTick is one planner decision on the performance model, as the
+// live planner and the simulator make it.
+func BenchmarkTick(b *testing.B) {
+	p, err := planner.New(planner.Config{TTFTms: 500, ITLms: 30, Predictor: "arima", StartupDelay: 90}, model(b, 4))
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		p.Tick(planner.Observation{Time: float64(30 * i), Interval: 30, Requests: 200 + i%50, MeanISL: 3800, MeanOSL: 480,
+			TTFTms: 180, ITLms: 18, Prefill: 2, Decode: 1})
+	}
+}
