@@ -53,6 +53,10 @@ func TestGoldenOutputs(t *testing.T) {
 			"--prefill-workers", "2", "--decode-workers", "1", "-o", "yaml"}},
 		{"estimate-mig.json", []string{"estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "h100_sxm", "--slice", "3g.40gb",
 			"--isl", "1000", "--osl", "200", "--concurrency", "8", "-o", "json"}},
+		{"configure-default.txt", []string{"configure", "--explain"}},
+		{"configure-pool-loadmatch.txt", []string{"configure", "--pool", "../../examples/pool.yaml", "--model", "Qwen/Qwen3-8B",
+			"--isl", "2000", "--osl", "300", "--ttft", "800", "--itl", "40", "--pick", "load-match", "--request-rate", "20", "--top", "5"}},
+		{"configure-dgdr-dynamo.yaml", []string{"configure", "-f", "../../examples/dgdr.yaml", "--emit", "dynamo"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,27 +8,6 @@ import (
 	"testing"
 )
 
-func TestConfigureGolden(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-	}{
-		{"configure-default.txt", []string{"configure", "--explain"}},
-		{"configure-pool-loadmatch.txt", []string{"configure", "--pool", "../../examples/pool.yaml", "--model", "Qwen/Qwen3-8B",
-			"--isl", "2000", "--osl", "300", "--ttft", "800", "--itl", "40", "--pick", "load-match", "--request-rate", "20", "--top", "5"}},
-		{"configure-dgdr-dynamo.yaml", []string{"configure", "-f", "../../examples/dgdr.yaml", "--emit", "dynamo"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			out, stderr, err := run(t, tc.args...)
-			if err != nil {
-				t.Fatalf("%v: %v\n%s", tc.args, err, stderr)
-			}
-			golden(t, tc.name, out)
-		})
-	}
-}
-
 // The JSON contract other tools read.
 func TestConfigureJSONContract(t *testing.T) {
 	out, _, err := run(t, "configure", "--model", "Qwen/Qwen3-32B", "--precision", "fp8", "--backend", "vllm", "--isl", "4000",

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -42,30 +41,8 @@ func TestConfigureEmitDeploys(t *testing.T) {
 	}
 	t.Log(strings.TrimSpace(stderr.String()))
 
-	node, err := cluster.CreateGPUNode(ctx, testcluster.GPUNode{Name: "h200-node-0", InstanceType: "Standard_ND96isr_H200_v5",
-		NodePool: "h200", GPUProduct: "NVIDIA-H200", GPUs: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ensureDeviceClass(ctx, "gpu.gpuplane.io"); err != nil {
-		t.Fatal(err)
-	}
-	var devices []resourcev1.Device
-	for i := range 8 {
-		devices = append(devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i),
-			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-				"type":        {StringValue: ptr.To("gpu")},
-				"productName": {StringValue: ptr.To("NVIDIA H200")}},
-			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: mustQuantity("141Gi")}}})
-	}
-	if _, err := cs.ResourceV1().ResourceSlices().Create(ctx, &resourcev1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node.Name + "-gpus"},
-		Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node.Name),
-			Pool:    resourcev1.ResourcePool{Name: node.Name, Generation: 1, ResourceSliceCount: 1},
-			Devices: devices},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	node := gpuNode(ctx, t, testcluster.GPUNode{Name: "h200-node-0", InstanceType: "Standard_ND96isr_H200_v5",
+		NodePool: "h200", GPUProduct: "NVIDIA-H200", GPUs: 8}, "NVIDIA H200", "141Gi")
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

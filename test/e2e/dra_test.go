@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,30 +28,8 @@ func TestSchedulerAllocatesClaimsFromResourceSlices(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cs := cluster.Client
-	node, err := cluster.CreateGPUNode(ctx, testcluster.GPUNode{Name: "gpu-node-0", InstanceType: "Standard_NC80adis_H100_v5",
-		NodePool: "h100", GPUProduct: "NVIDIA-H100-80GB-HBM3", GPUs: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ensureDeviceClass(ctx, "gpu.gpuplane.io"); err != nil {
-		t.Fatal(err)
-	}
-	var devices []resourcev1.Device
-	for _, name := range []string{"gpu-0", "gpu-1"} {
-		devices = append(devices, resourcev1.Device{Name: name,
-			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-				"type":        {StringValue: ptr.To("gpu")},
-				"productName": {StringValue: ptr.To("NVIDIA H100 80GB HBM3")}},
-			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: mustQuantity("80Gi")}}})
-	}
-	if _, err := cs.ResourceV1().ResourceSlices().Create(ctx, &resourcev1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node.Name + "-gpus"},
-		Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node.Name),
-			Pool:    resourcev1.ResourcePool{Name: node.Name, Generation: 1, ResourceSliceCount: 1},
-			Devices: devices},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	node := gpuNode(ctx, t, testcluster.GPUNode{Name: "gpu-node-0", InstanceType: "Standard_NC80adis_H100_v5",
+		NodePool: "h100", GPUProduct: "NVIDIA-H100-80GB-HBM3", GPUs: 2}, "NVIDIA H100 80GB HBM3", "80Gi")
 	ns := "default"
 	if _, err := cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, &resourcev1.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "one-gpu"},
@@ -134,4 +113,41 @@ func unschedulable(p corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// gpuNode creates a kwok GPU node, the gpuplane DeviceClass and the node's
+// ResourceSlice of whole GPUs.
+func gpuNode(ctx context.Context, t *testing.T, n testcluster.GPUNode, product, memory string) *corev1.Node {
+	t.Helper()
+	node, err := cluster.CreateGPUNode(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureDeviceClass(ctx, "gpu.gpuplane.io"); err != nil {
+		t.Fatal(err)
+	}
+	publishGPUs(ctx, t, node.Name, product, memory, n.GPUs)
+	return node
+}
+
+// publishGPUs publishes n whole GPUs of one product on node through a
+// ResourceSlice of the gpuplane driver, the way the DRA driver will.
+func publishGPUs(ctx context.Context, t *testing.T, node, product, memory string, n int) {
+	t.Helper()
+	var devices []resourcev1.Device
+	for i := range n {
+		devices = append(devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i),
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				"type":        {StringValue: ptr.To("gpu")},
+				"productName": {StringValue: ptr.To(product)}},
+			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: mustQuantity(memory)}}})
+	}
+	if _, err := cluster.Client.ResourceV1().ResourceSlices().Create(ctx, &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
+		Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node),
+			Pool:    resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+			Devices: devices},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
