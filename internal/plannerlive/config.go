@@ -26,6 +26,8 @@ type Config struct {
 		DecodeTP  int    `json:"decodeTp,omitempty"`
 	} `json:"engine"`
 	Metrics struct {
+		// Engine is whose metric names to read: vllm (default) or sglang.
+		Engine     string `json:"engine,omitempty"`
 		Prometheus *struct {
 			URL             string `json:"url"`
 			PrefillSelector string `json:"prefillSelector"`
@@ -60,6 +62,9 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("metrics.prometheus: url, prefillSelector and decodeSelector are required")
 	case m.Scrape != nil && (len(m.Scrape.Prefill) == 0 || len(m.Scrape.Decode) == 0):
 		return nil, fmt.Errorf("metrics.scrape: prefill and decode need at least one metrics URL each")
+	}
+	if _, err := ParseDialect(m.Engine); err != nil {
+		return nil, err
 	}
 	for name, t := range map[string]Target{"prefill": c.Targets.Prefill, "decode": c.Targets.Decode} {
 		if t.Version == "" || t.Resource == "" || t.Namespace == "" || t.Name == "" {
@@ -108,9 +113,13 @@ func (c *Config) Build(env estimate.Env) (*planner.Planner, error) {
 
 // Source builds the configured metrics source.
 func (c *Config) Source(interval float64) (MetricsSource, error) {
+	d, err := ParseDialect(c.Metrics.Engine)
+	if err != nil {
+		return nil, err
+	}
 	if p := c.Metrics.Prometheus; p != nil {
-		return NewPromSource(p.URL, p.PrefillSelector, p.DecodeSelector, time.Duration(interval*float64(time.Second)))
+		return NewPromSource(p.URL, p.PrefillSelector, p.DecodeSelector, time.Duration(interval*float64(time.Second)), d)
 	}
 	s := c.Metrics.Scrape
-	return &ScrapeSource{Prefill: s.Prefill, Decode: s.Decode}, nil
+	return &ScrapeSource{Prefill: s.Prefill, Decode: s.Decode, Dialect: d}, nil
 }

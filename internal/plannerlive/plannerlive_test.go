@@ -75,6 +75,41 @@ func TestScrapeSourceFoldsTwoScrapes(t *testing.T) {
 	}
 }
 
+// SGLang's names, with the older ITL histogram name.
+func TestScrapeSourceSGLang(t *testing.T) {
+	page := func(n, prompt, gen, ttft, itl float64) string {
+		return fmt.Sprintf(`# TYPE sglang:num_requests_total counter
+sglang:num_requests_total{model_name="m"} %[1]g
+# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total{model_name="m"} %[2]g
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{model_name="m"} %[3]g
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{model_name="m",le="+Inf"} %[1]g
+sglang:time_to_first_token_seconds_sum{model_name="m"} %[4]g
+sglang:time_to_first_token_seconds_count{model_name="m"} %[1]g
+# TYPE sglang:time_per_output_token_seconds histogram
+sglang:time_per_output_token_seconds_bucket{model_name="m",le="+Inf"} %[3]g
+sglang:time_per_output_token_seconds_sum{model_name="m"} %[5]g
+sglang:time_per_output_token_seconds_count{model_name="m"} %[3]g
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{model_name="m"} 2
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{model_name="m"} 1
+# TYPE sglang:token_usage gauge
+sglang:token_usage{model_name="m"} 0.3
+`, n, prompt, gen, ttft, itl)
+	}
+	pre := worker(t, page(0, 0, 0, 0, 0), page(10, 20000, 0, 3, 0))
+	dec := worker(t, page(0, 0, 0, 0, 0), page(10, 0, 2000, 0, 50))
+	src := &plannerlive.ScrapeSource{Prefill: []string{pre.URL}, Decode: []string{dec.URL}, Dialect: plannerlive.SGLang}
+	src.Observe(context.Background(), time.Unix(0, 0))
+	o := src.Observe(context.Background(), time.Unix(10, 0))
+	if o.Stale || o.Requests != 10 || o.MeanISL != 2000 || o.MeanOSL != 200 || o.TTFTms != 300 || o.ITLms != 25 || o.QueueDepth != 3 || o.KVUse != 0.3 {
+		t.Errorf("SGLang observation %+v", o)
+	}
+}
+
 func TestScrapeSourceStaleOnErrors(t *testing.T) {
 	notVLLM := worker(t, "# TYPE up gauge\nup 1\n")
 	down := httptest.NewServer(http.NotFoundHandler())
@@ -119,7 +154,7 @@ func TestPromSource(t *testing.T) {
 		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1000,"%s"]}]}}`, val)
 	}))
 	defer prom.Close()
-	src, err := plannerlive.NewPromSource(prom.URL, `role="prefill"`, `role="decode"`, 30*time.Second)
+	src, err := plannerlive.NewPromSource(prom.URL, `role="prefill"`, `role="decode"`, 30*time.Second, plannerlive.VLLM)
 	if err != nil {
 		t.Fatal(err)
 	}

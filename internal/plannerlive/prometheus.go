@@ -19,16 +19,17 @@ type PromSource struct {
 	API                             promv1.API
 	PrefillSelector, DecodeSelector string
 	// Window is the range each rate is taken over (the planner interval).
-	Window time.Duration
+	Window  time.Duration
+	Dialect Dialect // zero: vLLM's names
 }
 
 // NewPromSource connects to a Prometheus server at url.
-func NewPromSource(url, prefillSel, decodeSel string, window time.Duration) (*PromSource, error) {
+func NewPromSource(url, prefillSel, decodeSel string, window time.Duration, d Dialect) (*PromSource, error) {
 	c, err := api.NewClient(api.Config{Address: url})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus %s: %w", url, err)
 	}
-	return &PromSource{API: promv1.NewAPI(c), PrefillSelector: prefillSel, DecodeSelector: decodeSel, Window: window}, nil
+	return &PromSource{API: promv1.NewAPI(c), PrefillSelector: prefillSel, DecodeSelector: decodeSel, Window: window, Dialect: d}, nil
 }
 
 // Observe implements MetricsSource. A query without data makes the
@@ -36,18 +37,29 @@ func NewPromSource(url, prefillSel, decodeSel string, window time.Duration) (*Pr
 func (p *PromSource) Observe(ctx context.Context, now time.Time) planner.Observation {
 	o := planner.Observation{Time: float64(now.Unix()), Interval: p.Window.Seconds()}
 	w := fmt.Sprintf("%ds", int(p.Window.Seconds()))
+	d := p.Dialect
+	if d.Success == "" {
+		d = VLLM
+	}
 	inc := func(metric, sel string) string { return fmt.Sprintf("sum(increase(%s{%s}[%s]))", metric, sel, w) }
+	itl := func(suffix string) string {
+		q := inc(d.ITL[0]+suffix, p.DecodeSelector)
+		for _, alt := range d.ITL[1:] {
+			q += " or " + inc(alt+suffix, p.DecodeSelector)
+		}
+		return q
+	}
 	q := map[string]string{
-		"requests":   inc(mSuccess, p.PrefillSelector),
-		"prompt":     inc(mPrompt, p.PrefillSelector),
-		"done":       inc(mSuccess, p.DecodeSelector),
-		"generation": inc(mGeneration, p.DecodeSelector),
-		"ttftSum":    inc(mTTFT+"_sum", p.PrefillSelector),
-		"ttftCount":  inc(mTTFT+"_count", p.PrefillSelector),
-		"itlSum":     inc(mITL+"_sum", p.DecodeSelector),
-		"itlCount":   inc(mITL+"_count", p.DecodeSelector),
-		"inFlight":   fmt.Sprintf("sum(%s{%s}) + sum(%s{%s})", mRunning, p.PrefillSelector, mWaiting, p.PrefillSelector),
-		"kv":         fmt.Sprintf("avg(%s{%s})", mKV, p.DecodeSelector),
+		"requests":   inc(d.Success, p.PrefillSelector),
+		"prompt":     inc(d.Prompt, p.PrefillSelector),
+		"done":       inc(d.Success, p.DecodeSelector),
+		"generation": inc(d.Generation, p.DecodeSelector),
+		"ttftSum":    inc(d.TTFT+"_sum", p.PrefillSelector),
+		"ttftCount":  inc(d.TTFT+"_count", p.PrefillSelector),
+		"itlSum":     itl("_sum"),
+		"itlCount":   itl("_count"),
+		"inFlight":   fmt.Sprintf("sum(%s{%s}) + sum(%s{%s})", d.Running, p.PrefillSelector, d.Waiting, p.PrefillSelector),
+		"kv":         fmt.Sprintf("avg(%s{%s})", d.KV, p.DecodeSelector),
 	}
 	v := map[string]float64{}
 	for _, name := range []string{"requests", "prompt", "done", "generation", "ttftSum", "ttftCount", "itlSum", "itlCount", "inFlight", "kv"} {

@@ -18,17 +18,37 @@ import (
 	"github.com/gpuplane/gpuplane/internal/planner"
 )
 
-// vLLM's metric names, as vLLM exports them (label model_name).
-const (
-	mSuccess    = "vllm:request_success_total"
-	mPrompt     = "vllm:prompt_tokens_total"
-	mGeneration = "vllm:generation_tokens_total"
-	mTTFT       = "vllm:time_to_first_token_seconds"
-	mITL        = "vllm:inter_token_latency_seconds"
-	mRunning    = "vllm:num_requests_running"
-	mWaiting    = "vllm:num_requests_waiting"
-	mKV         = "vllm:kv_cache_usage_perc"
+// Dialect names an engine's serving metrics as the engine exports them.
+type Dialect struct {
+	Success, Prompt, Generation string   // counters: finished requests, prompt and output tokens
+	TTFT                        string   // histogram (seconds)
+	ITL                         []string // histogram (seconds); the first the endpoint has
+	Running, Waiting            string   // gauges
+	KV                          string   // gauge, 0..1
+}
+
+// Dialects of the supported engines.
+var (
+	VLLM = Dialect{Success: "vllm:request_success_total", Prompt: "vllm:prompt_tokens_total",
+		Generation: "vllm:generation_tokens_total", TTFT: "vllm:time_to_first_token_seconds",
+		ITL:     []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"},
+		Running: "vllm:num_requests_running", Waiting: "vllm:num_requests_waiting", KV: "vllm:kv_cache_usage_perc"}
+	SGLang = Dialect{Success: "sglang:num_requests_total", Prompt: "sglang:prompt_tokens_total",
+		Generation: "sglang:generation_tokens_total", TTFT: "sglang:time_to_first_token_seconds",
+		ITL:     []string{"sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"},
+		Running: "sglang:num_running_reqs", Waiting: "sglang:num_queue_reqs", KV: "sglang:token_usage"}
 )
+
+// ParseDialect names an engine's dialect.
+func ParseDialect(engine string) (Dialect, error) {
+	switch engine {
+	case "", "vllm":
+		return VLLM, nil
+	case "sglang":
+		return SGLang, nil
+	}
+	return Dialect{}, fmt.Errorf("metrics.engine: %q is not vllm or sglang", engine)
+}
 
 // counters is one scrape of a pool, summed over its workers.
 type counters struct {
@@ -44,6 +64,7 @@ type counters struct {
 // observation.
 type ScrapeSource struct {
 	Prefill, Decode []string // metrics URLs
+	Dialect         Dialect  // zero: vLLM's names
 	Client          *http.Client
 	last            *[2]counters
 	lastAt          time.Time
@@ -97,8 +118,16 @@ func fold(o planner.Observation, prev, cur *[2]counters, seconds float64) planne
 	return o
 }
 
+func (s *ScrapeSource) dialect() Dialect {
+	if s.Dialect.Success == "" {
+		return VLLM
+	}
+	return s.Dialect
+}
+
 func (s *ScrapeSource) scrapePool(ctx context.Context, urls []string) (counters, error) {
 	var c counters
+	d := s.dialect()
 	if len(urls) == 0 {
 		return c, fmt.Errorf("scrape: no metrics URLs for a pool")
 	}
@@ -107,15 +136,21 @@ func (s *ScrapeSource) scrapePool(ctx context.Context, urls []string) (counters,
 		if err != nil {
 			return c, err
 		}
-		c.success += sum(fams[mSuccess])
-		c.prompt += sum(fams[mPrompt])
-		c.generation += sum(fams[mGeneration])
-		ts, tc := histogram(fams[mTTFT])
-		is, ic := histogram(fams[mITL])
+		c.success += sum(fams[d.Success])
+		c.prompt += sum(fams[d.Prompt])
+		c.generation += sum(fams[d.Generation])
+		ts, tc := histogram(fams[d.TTFT])
+		var is, ic float64
+		for _, name := range d.ITL {
+			if f, ok := fams[name]; ok {
+				is, ic = histogram(f)
+				break
+			}
+		}
 		c.ttftSum, c.ttftCount = c.ttftSum+ts, c.ttftCount+tc
 		c.itlSum, c.itlCount = c.itlSum+is, c.itlCount+ic
-		c.inFlight += sum(fams[mRunning]) + sum(fams[mWaiting])
-		c.kv += sum(fams[mKV]) / float64(len(urls))
+		c.inFlight += sum(fams[d.Running]) + sum(fams[d.Waiting])
+		c.kv += sum(fams[d.KV]) / float64(len(urls))
 	}
 	return c, nil
 }
@@ -142,8 +177,8 @@ func (s *ScrapeSource) scrape(ctx context.Context, url string) (map[string]*dto.
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", url, err)
 	}
-	if _, ok := fams[mSuccess]; !ok {
-		return nil, fmt.Errorf("scrape %s: no %s: not a vLLM-compatible endpoint", url, mSuccess)
+	if d := s.dialect(); fams[d.Success] == nil {
+		return nil, fmt.Errorf("scrape %s: no %s: not an endpoint of this engine (metrics.engine)", url, d.Success)
 	}
 	return fams, nil
 }
