@@ -107,7 +107,7 @@ timeline and the comparison, and writes an HTML report.
 			if err := output.WriteTable(w, demoTimeline{res}); err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "\nburst from %.0f s; reaction window ends at %.0f s (start-up delay + two planner intervals)\n\n", res.BurstStart, res.ReactionEnd)
+			fmt.Fprintf(w, "\nburst from %.0f s; reaction window ends at %.0f s (one planner interval to see it + the start-up delay)\n\n", res.BurstStart, res.ReactionEnd)
 			if err := output.WriteTable(w, demoComparison{res}); err != nil {
 				return err
 			}

@@ -33,9 +33,9 @@ type Result struct {
 	Planned    Run `json:"planned"`
 	StaticPeak Run `json:"static_peak"`
 	StaticBase Run `json:"static_base"`
-	// ReactionEnd is burst start + start-up delay + two planner intervals:
-	// the planner sees the burst within an interval, new workers serve a
-	// start-up delay later, and the queue drains within another interval.
+	// ReactionEnd is burst start + one planner interval + start-up delay:
+	// the planner sees the burst within an interval, and the workers it
+	// adds then serve one start-up delay later.
 	BurstStart  float64 `json:"burst_start_s"`
 	ReactionEnd float64 `json:"reaction_end_s"`
 	PeakPrefill int     `json:"peak_prefill"`
@@ -52,7 +52,7 @@ func Execute(sc *scenario.Scenario, cat *catalog.Catalog, params *perf.Params) (
 		interval = 30
 	}
 	res := &Result{BurstStart: sc.Workload.Burst.StartSeconds}
-	res.ReactionEnd = res.BurstStart + sc.Deployment.StartupDelaySeconds + 2*interval
+	res.ReactionEnd = res.BurstStart + sc.Deployment.StartupDelaySeconds + interval
 	var err error
 	if res.Planned, err = res.run("planner", sc, cat, params, 0, 0); err != nil {
 		return nil, err
