@@ -24,7 +24,7 @@ func newPlannerCmd(g *globals) *cobra.Command {
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Scale prefill and decode pools through the scale subresource to hold the SLO",
-		Long: `Runs the planner's core as a long-lived process: every interval it reads the pools' vLLM
+		Long: `Runs the planner's core as a long-lived process: every interval it reads the pools' vLLM or SGLang
 metrics (Prometheus query API, or the workers' /metrics directly), predicts the load one start-up
 delay ahead, sizes the pools from the performance model, and sets their replicas through the
 Kubernetes scale subresource. Serves its own /metrics and /healthz. With --dry-run (advisory mode)
