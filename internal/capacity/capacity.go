@@ -26,9 +26,6 @@ func New(prefill, decode *perf.Worker, sameDomain bool) (*Model, error) {
 	return &Model{Prefill: prefill, Decode: decode, SameDomain: sameDomain}, nil
 }
 
-// maxUtilisation keeps a prefill pool off saturation.
-const maxUtilisation = 0.95
-
 // prompt is the isolated latency of one prompt (API server, chunked
 // prefill, KV hand-off) and the service time per prompt at saturation, in ms.
 func (m *Model) prompt(isl float64) (t1, service float64) {
@@ -63,21 +60,13 @@ func (m *Model) prompt(isl float64) (t1, service float64) {
 // plus M/D/1 queueing.
 func (m *Model) PrefillTTFT(isl, rate float64) float64 {
 	t1, s := m.prompt(isl)
-	rho := rate * s / 1e3
-	if rho >= 1 {
-		return math.Inf(1)
-	}
-	return t1 + rho/(2*(1-rho))*s
+	return QueueTTFT(t1, s, rate)
 }
 
 // PrefillRate is the most req/s inside ttftMs (0 if one prompt misses it).
 func (m *Model) PrefillRate(isl, ttftMs float64) float64 {
 	t1, s := m.prompt(isl)
-	if t1 > ttftMs {
-		return 0
-	}
-	k := (ttftMs - t1) / s
-	return math.Min(2*k/(1+2*k), maxUtilisation) / s * 1e3
+	return QueueRate(t1, s, ttftMs)
 }
 
 // DecodeITL is the step time (ms) with batch requests at mid-answer context.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/gpuplane/gpuplane/internal/capacity"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/serving"
 )
@@ -92,16 +93,11 @@ func transferMs(isl int, pre, dec *engine, same bool) float64 {
 
 // prefillTTFT is the analytic mean TTFT of np prefill workers at rate.
 func (d *deployment) prefillTTFT(rate float64) float64 {
-	t1 := d.pre.points[0].TTFTms
-	maxRate := 0.0
-	for _, p := range d.pre.points {
-		maxRate = max(maxRate, p.RequestsPerS)
-	}
-	rho := rate / (float64(d.np) * maxRate)
-	if rho >= 1 {
+	t1, s, ok := d.pre.prefillQueue()
+	if !ok {
 		return math.Inf(1)
 	}
-	return t1 + rho/(2*(1-rho))*1e3/maxRate + d.transfer
+	return capacity.QueueTTFT(t1, s, rate/float64(d.np)) + d.transfer
 }
 
 // analyticE2E is the request latency the composition predicts.

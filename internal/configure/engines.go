@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/gpuplane/gpuplane/internal/capacity"
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/serving"
@@ -256,31 +257,33 @@ func (e *engine) next(c int) (Point, bool) {
 	return Point{}, false
 }
 
-// prefillCapacity is the request rate one prefill worker takes while the
-// mean TTFT stays within budget ms: Poisson arrivals queue for a server whose
-// isolated latency is the one-prompt TTFT and whose service time is the
-// saturated rate's inverse (M/D/1 waiting time). Returns 0 if even one
-// prompt misses the budget.
-func (e *engine) prefillCapacity(budgetMs float64) float64 {
+// prefillQueue is the prefill engine as a queueing server: its one-prompt
+// TTFT and its service time at the saturated rate, in ms (ok false before
+// it has been measured).
+func (e *engine) prefillQueue() (t1, service float64, ok bool) {
 	if len(e.points) == 0 {
-		return 0
+		return 0, 0, false
 	}
-	t1 := e.points[0].TTFTms
 	maxRate := 0.0
 	for _, p := range e.points {
 		maxRate = max(maxRate, p.RequestsPerS)
 	}
-	if maxRate == 0 || t1 > budgetMs {
-		return 0
+	if maxRate == 0 {
+		return 0, 0, false
 	}
-	s := 1e3 / maxRate // ms per request at saturation
-	k := (budgetMs - t1) / s
-	rho := min(2*k/(1+2*k), maxUtilisation)
-	return rho * maxRate
+	return e.points[0].TTFTms, 1e3 / maxRate, true
 }
 
-// maxUtilisation keeps a pool off saturation even when the SLO would allow it.
-const maxUtilisation = 0.95
+// prefillCapacity is the request rate one prefill worker takes while the
+// mean TTFT stays within budget ms (M/D/1, see capacity.QueueRate); 0 if
+// even one prompt misses the budget.
+func (e *engine) prefillCapacity(budgetMs float64) float64 {
+	t1, s, ok := e.prefillQueue()
+	if !ok {
+		return 0
+	}
+	return capacity.QueueRate(t1, s, budgetMs)
+}
 
 func isFit(err error) bool {
 	var fe *perf.FitError

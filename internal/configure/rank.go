@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/capacity"
 )
 
 // result ranks the verified candidates and assembles the answer.
@@ -170,7 +172,7 @@ func (s *search) limit(e *engine, pt Point) string {
 func (s *search) prefillLimit(d *deployment) string {
 	budget := s.ttftBudget(d.decPt.ITLms)
 	if math.IsInf(budget, 1) {
-		return fmt.Sprintf("utilisation %.0f%% (no TTFT target)", maxUtilisation*100)
+		return fmt.Sprintf("utilisation %.0f%% (no TTFT target)", capacity.MaxUtilisation*100)
 	}
 	return fmt.Sprintf("TTFT %.0f ms: %.0f ms prefill + queueing + %.1f ms KV hand-off", budget, d.pre.points[0].TTFTms, d.transfer)
 }
