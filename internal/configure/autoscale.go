@@ -1,7 +1,5 @@
 package configure
 
-import "math"
-
 // autoscale picks the best decode engine (output tokens/s per GPU, or per
 // unit of price, inside the ITL) and then the best prefill engine for it
 // (prompt tokens/s per GPU inside the TTFT left after the KV hand-off),
@@ -39,20 +37,7 @@ func (s *search) autoscale() {
 	var d *deployment
 	if s.r.RequestRate > 0 || s.r.Concurrency > 0 {
 		d = s.pair(pre, dec)
-		d.bound = "load"
-		if s.r.Concurrency > 0 {
-			d.users = s.r.Concurrency
-			d.nd = ceilDiv(d.users, d.decPt.Concurrency)
-			d.rate = float64(d.users) / (pre.points[0].TTFTms + d.transfer + float64(s.r.OSL-1)*d.decPt.ITLms) * 1e3
-		} else {
-			d.rate = s.r.RequestRate
-			d.nd = int(math.Ceil(d.rate / d.decPt.RequestsPerS))
-		}
-		d.np = int(math.Ceil(d.rate / d.preCap))
-		if s.r.Concurrency == 0 {
-			d.users = max(1, int(math.Ceil(d.rate*d.analyticE2E(s.r.OSL)/1e3)))
-		}
-		d.transfer = transferMs(s.r.ISL, pre, dec, d.sameDomain())
+		s.sizeForLoad(d)
 		s.scored++
 		s.settleLoad(d)
 	} else if d = s.sizeDisagg(pre, dec); d != nil {

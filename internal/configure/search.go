@@ -289,28 +289,35 @@ func (s *search) loadMatch() []*deployment {
 				if d == nil {
 					continue
 				}
-				d.bound = "load"
 				s.scored++
-				if users > 0 {
-					d.nd = ceilDiv(users, d.decPt.Concurrency)
-					d.np = 1
-					d.rate = float64(users) / (d.prefillTTFT(0) + float64(s.r.OSL-1)*d.decPt.ITLms) * 1e3
-					d.np = int(math.Ceil(d.rate / d.preCap))
-					d.users = users
-				} else {
-					d.np = int(math.Ceil(rate / d.preCap))
-					d.nd = int(math.Ceil(rate / d.decPt.RequestsPerS))
-					d.rate = rate
-					d.transfer = transferMs(s.r.ISL, p, dec, d.sameDomain())
-					d.users = max(1, int(math.Ceil(rate*d.analyticE2E(s.r.OSL)/1e3)))
-				}
-				d.transfer = transferMs(s.r.ISL, p, dec, d.sameDomain())
+				s.sizeForLoad(d)
 				out = append(out, d)
 			}
 		}
 	}
 	s.settle(out)
 	return out
+}
+
+// sizeForLoad gives a prefill/decode pair the worker counts that carry the
+// requested load: the users' request rate (Little's law over the pair's
+// latency) or the request rate itself.
+func (s *search) sizeForLoad(d *deployment) {
+	d.bound = "load"
+	if users := s.r.Concurrency; users > 0 {
+		d.users = users
+		d.nd = ceilDiv(users, d.decPt.Concurrency)
+		d.np = 1
+		d.rate = float64(users) / (d.prefillTTFT(0) + float64(s.r.OSL-1)*d.decPt.ITLms) * 1e3
+		d.np = int(math.Ceil(d.rate / d.preCap))
+		d.transfer = transferMs(s.r.ISL, d.pre, d.dec, d.sameDomain())
+		return
+	}
+	d.rate = s.r.RequestRate
+	d.np = int(math.Ceil(d.rate / d.preCap))
+	d.nd = int(math.Ceil(d.rate / d.decPt.RequestsPerS))
+	d.transfer = transferMs(s.r.ISL, d.pre, d.dec, d.sameDomain())
+	d.users = max(1, int(math.Ceil(d.rate*d.analyticE2E(s.r.OSL)/1e3)))
 }
 
 // settle verifies the most promising candidates as whole deployments and
