@@ -11,8 +11,8 @@ import (
 
 // result ranks the verified candidates and assembles the answer.
 func (s *search) result(deps []*deployment) *Result {
-	res := &Result{Model: s.modelName(), Backend: s.backend(), Precision: s.precision(), ISL: s.r.ISL, OSL: s.r.OSL,
-		SLA: s.r.SLA, Pick: s.r.Pick, Load: s.r.RequestRate, Users: s.r.Concurrency}
+	res := &Result{ISL: s.r.ISL, OSL: s.r.OSL, SLA: s.r.SLA, Pick: s.r.Pick, Load: s.r.RequestRate, Users: s.r.Concurrency}
+	res.Model, res.Backend, res.Precision = s.resolved()
 	for _, e := range s.engines {
 		if e.err != nil {
 			res.Rejected = append(res.Rejected, Rejected{Engine: e.label(), Role: e.role, Reason: e.err.Error()})
@@ -262,20 +262,14 @@ func (s *search) closest() []Config {
 	return out
 }
 
-func (s *search) modelName() string {
+// resolved names the model, backend and "weights/kv" precision as the
+// engines normalised them (the request's words if no engine was built).
+func (s *search) resolved() (model, backend, precision string) {
 	for _, e := range s.engines {
 		if e.w != nil {
-			return e.w.Config().Model.Name
+			c := e.w.Config()
+			return c.Model.Name, string(c.Backend), string(c.Weights) + "/" + string(c.KV)
 		}
 	}
-	return s.r.Model
-}
-
-func (s *search) backend() string {
-	for _, e := range s.engines {
-		if e.w != nil {
-			return string(e.w.Config().Backend)
-		}
-	}
-	return s.r.Backend
+	return s.r.Model, s.r.Backend, s.r.Precision
 }

@@ -466,13 +466,3 @@ func (s *search) sortAnalytic(deps []*deployment) {
 	}
 	sort.SliceStable(deps, func(i, j int) bool { return key(deps[i]) > key(deps[j]) })
 }
-
-func (s *search) precision() string {
-	for _, e := range s.engines {
-		if e.w != nil {
-			c := e.w.Config()
-			return string(c.Weights) + "/" + string(c.KV)
-		}
-	}
-	return s.r.Precision
-}
