@@ -23,16 +23,7 @@ func DynamoArgs(backend, model string, p *configure.Pool) []string {
 	switch backend {
 	case "sglang":
 		a := []string{"python3", "-m", "dynamo.sglang", "--model-path", model, "--tp", itoa(p.TP)}
-		if pp > 1 {
-			a = append(a, "--pp-size", itoa(pp))
-		}
-		if p.EP > 1 {
-			a = append(a, "--ep-size", itoa(p.EP))
-		}
-		if p.Role != "agg" {
-			a = append(a, "--disaggregation-mode", p.Role, "--disaggregation-transfer-backend", "nixl")
-		}
-		return a
+		return append(a, sglangShape(p)...)
 	case "trtllm":
 		a := []string{"python3", "-m", "dynamo.trtllm", "--model-path", model, "--tensor-parallel-size", itoa(p.TP),
 			"--pipeline-parallel-size", itoa(pp), "--max-batch-size", itoa(p.Batch)}
@@ -44,13 +35,7 @@ func DynamoArgs(backend, model string, p *configure.Pool) []string {
 		}
 		return a
 	}
-	a := []string{"python3", "-m", "dynamo.vllm", "--model", model, "--tensor-parallel-size", itoa(p.TP), "--max-num-seqs", itoa(p.Batch)}
-	if pp > 1 {
-		a = append(a, "--pipeline-parallel-size", itoa(pp))
-	}
-	if p.EP > 1 {
-		a = append(a, "--enable-expert-parallel")
-	}
+	a := append([]string{"python3", "-m", "dynamo.vllm", "--model", model}, vllmShape(p)...)
 	if p.Role == "prefill" {
 		a = append(a, "--is-prefill-worker")
 	}

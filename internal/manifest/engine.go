@@ -32,16 +32,7 @@ func EngineArgs(backend, model string, p *configure.Pool) []string {
 	case "sglang":
 		a := []string{"python3", "-m", "sglang.launch_server", "--model-path", model, "--host", "0.0.0.0", "--port", itoa(Port),
 			"--tp", itoa(p.TP), "--max-running-requests", itoa(p.Batch)}
-		if pp > 1 {
-			a = append(a, "--pp-size", itoa(pp))
-		}
-		if p.EP > 1 {
-			a = append(a, "--ep-size", itoa(p.EP))
-		}
-		if p.Role != "agg" {
-			a = append(a, "--disaggregation-mode", p.Role, "--disaggregation-transfer-backend", "nixl")
-		}
-		return a
+		return append(a, sglangShape(p)...)
 	case "trtllm":
 		a := []string{"trtllm-serve", model, "--host", "0.0.0.0", "--port", itoa(Port), "--backend", "pytorch",
 			"--tp_size", itoa(p.TP), "--pp_size", itoa(pp), "--max_batch_size", itoa(p.Batch)}
@@ -53,16 +44,38 @@ func EngineArgs(backend, model string, p *configure.Pool) []string {
 		}
 		return a
 	}
-	a := []string{"vllm", "serve", model, "--host", "0.0.0.0", "--port", itoa(Port),
-		"--tensor-parallel-size", itoa(p.TP), "--max-num-seqs", itoa(p.Batch)}
-	if pp > 1 {
-		a = append(a, "--pipeline-parallel-size", itoa(pp))
+	a := append([]string{"vllm", "serve", model, "--host", "0.0.0.0", "--port", itoa(Port)}, vllmShape(p)...)
+	if p.Role != "agg" {
+		a = append(a, "--kv-transfer-config", `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`)
+	}
+	return a
+}
+
+// vllmShape is vLLM's parallelism and batch flags, the same for its own
+// server and Dynamo's vLLM worker.
+func vllmShape(p *configure.Pool) []string {
+	a := []string{"--tensor-parallel-size", itoa(p.TP), "--max-num-seqs", itoa(p.Batch)}
+	if p.PP > 1 {
+		a = append(a, "--pipeline-parallel-size", itoa(p.PP))
 	}
 	if p.EP > 1 {
 		a = append(a, "--enable-expert-parallel")
 	}
+	return a
+}
+
+// sglangShape is SGLang's pipeline, expert and P/D-role flags, the same for
+// its own server and Dynamo's SGLang worker.
+func sglangShape(p *configure.Pool) []string {
+	var a []string
+	if p.PP > 1 {
+		a = append(a, "--pp-size", itoa(p.PP))
+	}
+	if p.EP > 1 {
+		a = append(a, "--ep-size", itoa(p.EP))
+	}
 	if p.Role != "agg" {
-		a = append(a, "--kv-transfer-config", `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`)
+		a = append(a, "--disaggregation-mode", p.Role, "--disaggregation-transfer-backend", "nixl")
 	}
 	return a
 }
