@@ -136,23 +136,7 @@ func TestPromSource(t *testing.T) {
 		"sum(vllm:num_requests_running":                              "4",
 		"avg(vllm:kv_cache_usage_perc":                               "0.5",
 	}
-	var missing atomic.Bool
-	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		q := r.Form.Get("query")
-		val := ""
-		for prefix, v := range values {
-			if strings.HasPrefix(q, prefix) {
-				val = v
-			}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if val == "" || missing.Load() {
-			io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
-			return
-		}
-		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1000,"%s"]}]}}`, val)
-	}))
+	prom := plannerlivetest.NewPrometheus(values)
 	defer prom.Close()
 	src, err := plannerlive.NewPromSource(prom.URL, `role="prefill"`, `role="decode"`, 30*time.Second, plannerlive.VLLM)
 	if err != nil {
@@ -162,7 +146,7 @@ func TestPromSource(t *testing.T) {
 	if o.Stale || o.Requests != 60 || o.MeanISL != 4000 || o.MeanOSL != 500 || o.TTFTms != 250 || o.ITLms != 20 || o.QueueDepth != 4 || o.KVUse != 0.5 {
 		t.Errorf("observation %+v", o)
 	}
-	missing.Store(true)
+	prom.Missing.Store(true)
 	if o := src.Observe(context.Background(), time.Unix(1030, 0)); !o.Stale || !strings.Contains(o.Reason, "no data") {
 		t.Errorf("missing series must make the observation stale: %+v", o)
 	}

@@ -6,9 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,11 +18,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuplane/gpuplane/internal/cli"
+	"github.com/gpuplane/gpuplane/internal/plannerlive/plannerlivetest"
 )
 
 // fakePrometheus answers the query API with a burst: 12 req/s of
 // 4000-token prompts and 500-token answers, TTFT 200 ms, ITL 20 ms.
-func fakePrometheus(t *testing.T) *httptest.Server {
+func fakePrometheus(t *testing.T) *plannerlivetest.Prometheus {
 	values := map[string]string{
 		"sum(increase(vllm:request_success_total{role=\"prefill\"}": "360",
 		"sum(increase(vllm:prompt_tokens_total":                     "1440000",
@@ -38,18 +36,7 @@ func fakePrometheus(t *testing.T) *httptest.Server {
 		"sum(vllm:num_requests_running":                             "2",
 		"avg(vllm:kv_cache_usage_perc":                              "0.4",
 	}
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		q := r.Form.Get("query")
-		for prefix, v := range values {
-			if strings.HasPrefix(q, prefix) {
-				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%d,"%s"]}]}}`, time.Now().Unix(), v)
-				return
-			}
-		}
-		io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
-	}))
+	s := plannerlivetest.NewPrometheus(values)
 	t.Cleanup(s.Close)
 	return s
 }
