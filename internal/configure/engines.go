@@ -1,7 +1,6 @@
 package configure
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 
@@ -283,9 +282,4 @@ func (e *engine) prefillCapacity(budgetMs float64) float64 {
 		return 0
 	}
 	return capacity.QueueRate(t1, s, budgetMs)
-}
-
-func isFit(err error) bool {
-	var fe *perf.FitError
-	return errors.As(err, &fe)
 }

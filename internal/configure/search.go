@@ -136,9 +136,6 @@ func (s *search) byRole(role string) []*engine {
 	return out
 }
 
-// decodePoint is the decode engine's highest-rate point inside the ITL.
-func (s *search) decodePoint(d *engine) (Point, bool) { return d.best(s.r) }
-
 // ttftBudget is what the SLO leaves the prefill pool (queue, compute and
 // KV hand-off) given the decode pool's ITL.
 func (s *search) ttftBudget(itl float64) float64 {
@@ -155,7 +152,7 @@ func (s *search) ttftBudget(itl float64) float64 {
 // pair builds a disaggregated candidate's engines and per-worker rates, or
 // nil when the pair cannot meet the SLO at any load.
 func (s *search) pair(p, d *engine) *deployment {
-	dp, ok := s.decodePoint(d)
+	dp, ok := d.best(s.r) // the highest-rate point inside the ITL
 	if !ok {
 		return nil
 	}
