@@ -66,11 +66,7 @@ func ParetoSVG(res *configure.Result) template.HTML {
 	return template.HTML(sb.String())
 }
 
-var configurePage = template.Must(template.New("configure").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
-<style>body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;margin:12px 0}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td.l,th.l{text-align:left}th{background:#f4f4f4}tr.miss td{color:#999}</style>
-</head><body><h1>{{.Title}}</h1><p>{{.Subtitle}}</p>
+var configurePage = withHead("configure", `{{template "head" .}}
 {{if .Miss}}<p><strong>{{.Miss}}</strong></p>{{end}}
 <div>{{.Plot}}</div>
 <h2>Why</h2><ul>{{range .Explain}}<li>{{.}}</li>{{end}}</ul>
@@ -83,7 +79,7 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td.l,th.l{text-alig
 {{range .Front}}<tr><td class="l">{{.Label}}</td><td>{{printf "%.0f" .TokensPerSPerGPU}}</td><td>{{printf "%.1f" .TokensPerSPerUser}}</td><td>{{printf "%.0f" .TTFTms}}</td><td>{{printf "%.1f" .ITLms}}</td></tr>
 {{end}}</table>
 <p>{{.Count}}</p></body></html>
-`))
+`)
 
 type configureRow struct {
 	Rank                                                          int

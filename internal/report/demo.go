@@ -8,11 +8,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/demo"
 )
 
-var demoPage = template.Must(template.New("demo").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
-<style>body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;margin:12px 0}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td.l,th.l{text-align:left}th{background:#f4f4f4}.charts{display:flex;flex-wrap:wrap;gap:12px}</style>
-</head><body><h1>{{.Title}}</h1><p>{{.Subtitle}}</p>
+var demoPage = withHead("demo", `{{template "head" .}}
 <h2>Planner against static provisioning</h2>
 <table><tr><th class="l">provisioning</th><th>SLO attainment</th><th>before the burst</th><th>after the reaction window</th><th>TTFT p99 (ms)</th><th>ITL p99 (ms)</th><th>GPU-hours</th></tr>
 {{range .Runs}}<tr><td class="l">{{.Name}}</td><td>{{.Att}}</td><td>{{.Before}}</td><td>{{.After}}</td><td>{{.TTFT}}</td><td>{{.ITL}}</td><td>{{.GPUh}}</td></tr>
@@ -22,7 +18,7 @@ td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td.l,th.l{text-alig
 <table><tr><th>time (s)</th><th>observed req/s</th><th>predicted req/s</th><th>prefill</th><th>decode</th><th class="l">reason</th></tr>
 {{range .Decisions}}<tr><td>{{printf "%.0f" .Time}}</td><td>{{printf "%.2f" .ObservedRate}}</td><td>{{printf "%.2f" .PredictedRate}}</td><td>{{.Prefill}}</td><td>{{.Decode}}</td><td class="l">{{.Reason}}</td></tr>
 {{end}}</table></body></html>
-`))
+`)
 
 type demoRow struct{ Name, Att, Before, After, TTFT, ITL, GPUh string }
 

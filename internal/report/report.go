@@ -111,14 +111,23 @@ func SimCharts(s *sim.Summary) ([]float64, []Chart) {
 	}
 }
 
-var page = template.Must(template.New("page").Parse(`<!doctype html>
+// head is every report's document head, style and title.
+var head = template.Must(template.New("head").Parse(`{{define "head"}}<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
-<style>body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}.charts{display:flex;flex-wrap:wrap;gap:12px}</style>
+<style>body{font-family:system-ui,sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;margin:12px 0}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td.l,th.l{text-align:left}th{background:#f4f4f4}tr.miss td{color:#999}
+.charts{display:flex;flex-wrap:wrap;gap:12px}</style>
 </head><body><h1>{{.Title}}</h1><p>{{.Subtitle}}</p>
-<table><tr>{{range .Keys}}<th>{{.}}</th>{{end}}</tr><tr>{{range .Values}}<td>{{.}}</td>{{end}}</tr></table>
+{{end}}`))
+
+// withHead parses a report page that starts with {{template "head" .}}.
+func withHead(name, body string) *template.Template {
+	return template.Must(template.Must(head.Clone()).New(name).Parse(body))
+}
+
+var page = withHead("page", `{{template "head" .}}<table><tr>{{range .Keys}}<th>{{.}}</th>{{end}}</tr><tr>{{range .Values}}<td>{{.}}</td>{{end}}</tr></table>
 <div class="charts">{{range .Charts}}<div>{{.}}</div>{{end}}</div></body></html>
-`))
+`)
 
 // WriteSim writes the HTML report of a simulation.
 func WriteSim(w io.Writer, title, subtitle string, s *sim.Summary) error {
