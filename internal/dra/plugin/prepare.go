@@ -1,0 +1,226 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	metaac "k8s.io/client-go/applyconfigurations/meta/v1"
+	resourceac "k8s.io/client-go/applyconfigurations/resource/v1"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+)
+
+// PrepareResourceClaims prepares each claim's devices of this driver and
+// node. A claim prepared before (also before a restart) gets the same
+// answer from the checkpoint.
+func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
+	changed := false
+	for _, c := range claims {
+		if pc, ok := d.prepared[c.UID]; ok {
+			out[c.UID] = result(pc)
+			continue
+		}
+		pc, err := d.prepare(c)
+		if err != nil {
+			out[c.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)}
+			continue
+		}
+		d.prepared[c.UID] = pc
+		changed = true
+		out[c.UID] = result(pc)
+	}
+	if changed {
+		if err := writeCheckpoint(d.ckpt, d.prepared); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range claims {
+		if r := out[c.UID]; r.Err == nil {
+			d.reportStatus(ctx, c, d.prepared[c.UID])
+		}
+	}
+	return out, nil
+}
+
+func result(pc PreparedClaim) kubeletplugin.PrepareResult {
+	var r kubeletplugin.PrepareResult
+	for _, dev := range pc.Devices {
+		r.Devices = append(r.Devices, kubeletplugin.Device{Requests: []string{dev.Request}, PoolName: dev.Pool,
+			DeviceName: dev.Device, CDIDeviceIDs: []string{dev.CDIDeviceID}, ShareID: dev.ShareID})
+	}
+	return r
+}
+
+func (d *Driver) prepare(c *resourceapi.ResourceClaim) (PreparedClaim, error) {
+	pc := PreparedClaim{Namespace: c.Namespace, Name: c.Name}
+	if c.Status.Allocation == nil {
+		return pc, fmt.Errorf("not allocated")
+	}
+	alloc := c.Status.Allocation.Devices
+	for _, r := range alloc.Results {
+		if r.Driver != DriverName || r.Pool != d.cfg.NodeName {
+			continue
+		}
+		a, ok := d.published.Devices[r.Device]
+		if !ok {
+			return pc, fmt.Errorf("device %s is not published by this node (published devices changed since allocation?)", r.Device)
+		}
+		if owner := d.inUse(r.Device, a.Shared); owner != "" {
+			return pc, fmt.Errorf("device %s is already prepared for claim %s", r.Device, owner)
+		}
+		cfg, err := configFor(DriverName, alloc.Config, r.Request)
+		if err != nil {
+			return pc, err
+		}
+		dev := PreparedDevice{Request: r.Request, Pool: r.Pool, Device: r.Device, ShareID: r.ShareID, Kind: a.Kind,
+			Profile: a.Profile, GPUUUID: a.GPUUUID, Start: a.Start, Dynamic: a.Dynamic, UUID: a.GPUUUID, Config: cfg}
+		if a.MIGUUID != "" {
+			dev.UUID = a.MIGUUID
+		}
+		if a.Shared {
+			if q, ok := r.ConsumedCapacity["memory"]; ok {
+				dev.MemoryMi = q.Value() >> 20
+			}
+			if q, ok := r.ConsumedCapacity["compute"]; ok {
+				dev.ComputePercent = int(q.MilliValue() / 10)
+			}
+		}
+		pc.Devices = append(pc.Devices, dev)
+	}
+	// Create dynamic partitions last, undoing them all if one fails.
+	for i, dev := range pc.Devices {
+		if !dev.Dynamic {
+			continue
+		}
+		uuid, err := d.cfg.Partitioner.Create(dev.GPUUUID, dev.Profile, dev.Start)
+		if err != nil {
+			for _, done := range pc.Devices[:i] {
+				if done.Dynamic {
+					_ = d.cfg.Partitioner.Destroy(done.GPUUUID, done.Profile, done.Start)
+				}
+			}
+			return pc, fmt.Errorf("create MIG %s at %d on %s: %w", dev.Profile, dev.Start, dev.GPUUUID, err)
+		}
+		pc.Devices[i].UUID = uuid
+	}
+	ids, err := writeCDI(d.cdi, c.UID, pc.Devices)
+	if err != nil {
+		return pc, err
+	}
+	for i := range pc.Devices {
+		pc.Devices[i].CDIDeviceID = ids[i]
+	}
+	return pc, nil
+}
+
+// inUse names the claim that holds an exclusive device already.
+func (d *Driver) inUse(device string, shared bool) string {
+	if shared {
+		return ""
+	}
+	for _, pc := range d.prepared {
+		for _, dev := range pc.Devices {
+			if dev.Device == device {
+				return pc.Namespace + "/" + pc.Name
+			}
+		}
+	}
+	return ""
+}
+
+// UnprepareResourceClaims undoes prepare; claims it does not know are done already.
+func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[types.UID]error, len(claims))
+	changed := false
+	for _, c := range claims {
+		pc, ok := d.prepared[c.UID]
+		if !ok {
+			out[c.UID] = nil
+			continue
+		}
+		var err error
+		for _, dev := range pc.Devices {
+			if dev.Dynamic {
+				if e := d.cfg.Partitioner.Destroy(dev.GPUUUID, dev.Profile, dev.Start); e != nil && err == nil {
+					err = fmt.Errorf("destroy MIG %s at %d on %s: %w", dev.Profile, dev.Start, dev.GPUUUID, e)
+				}
+			}
+		}
+		if e := d.cdi.RemoveSpec(cdiSpecName(c.UID)); e != nil && err == nil {
+			err = fmt.Errorf("remove CDI spec: %w", e)
+		}
+		if err != nil {
+			out[c.UID] = err
+			continue
+		}
+		delete(d.prepared, c.UID)
+		changed = true
+		out[c.UID] = nil
+	}
+	if changed {
+		if err := writeCheckpoint(d.ckpt, d.prepared); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Prepared lists the checkpointed claims (for tests and debugging).
+func (d *Driver) Prepared() map[types.UID]PreparedClaim {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[types.UID]PreparedClaim, len(d.prepared))
+	for k, v := range d.prepared {
+		out[k] = v
+	}
+	return out
+}
+
+// deviceData is what the claim's device status tells users about a device.
+type deviceData struct {
+	UUID     string `json:"uuid"`
+	Kind     string `json:"type"`
+	Profile  string `json:"profile,omitempty"`
+	MemoryMi int64  `json:"memoryLimitMi,omitempty"`
+}
+
+// reportStatus writes the devices' status onto the claim (server-side
+// apply, so other drivers' entries stay). Failure is logged, not fatal:
+// status is informative and the pod may start without it.
+func (d *Driver) reportStatus(ctx context.Context, c *resourceapi.ResourceClaim, pc PreparedClaim) {
+	st := resourceac.ResourceClaimStatus()
+	devs := append([]PreparedDevice(nil), pc.Devices...)
+	sort.Slice(devs, func(i, j int) bool { return devs[i].Device < devs[j].Device })
+	for _, dev := range devs {
+		raw, _ := json.Marshal(deviceData{UUID: dev.UUID, Kind: dev.Kind, Profile: dev.Profile, MemoryMi: dev.MemoryMi})
+		ds := resourceac.AllocatedDeviceStatus().WithDriver(DriverName).WithPool(dev.Pool).WithDevice(dev.Device).
+			WithData(runtime.RawExtension{Raw: raw}).
+			WithConditions(metav1ac(metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Prepared",
+				Message: "prepared by " + DriverName + " on " + d.cfg.NodeName, ObservedGeneration: c.Generation}))
+		if dev.ShareID != nil {
+			ds = ds.WithShareID(string(*dev.ShareID))
+		}
+		st = st.WithDevices(ds)
+	}
+	ac := resourceac.ResourceClaim(c.Name, c.Namespace).WithStatus(st)
+	if _, err := d.cfg.Client.ResourceV1().ResourceClaims(c.Namespace).ApplyStatus(ctx, ac,
+		metav1.ApplyOptions{FieldManager: DriverName + "/" + d.cfg.NodeName, Force: true}); err != nil {
+		klog.FromContext(ctx).Error(err, "update claim device status", "claim", klog.KObj(c))
+	}
+}
+
+func metav1ac(c metav1.Condition) *metaac.ConditionApplyConfiguration {
+	return metaac.Condition().WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).
+		WithMessage(c.Message).WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(metav1.Now())
+}
