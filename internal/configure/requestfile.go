@@ -3,6 +3,7 @@ package configure
 import (
 	"bytes"
 	"fmt"
+	"github.com/gpuplane/gpuplane/internal/strict"
 	"sort"
 
 	"sigs.k8s.io/yaml"
@@ -145,7 +146,7 @@ func ParseFile(data []byte) (*File, error) {
 
 // decodeStrict decodes data into v, naming an unknown field by its path.
 func decodeStrict(kind string, data []byte, v any) error {
-	if err := unknownField(data, v); err != nil {
+	if err := strict.UnknownField(data, v); err != nil {
 		return fmt.Errorf("%s: %w (see docs/CONFIGURE.md for the fields gpuplane reads)", kind, err)
 	}
 	if err := yaml.UnmarshalStrict(data, v); err != nil {

@@ -1,4 +1,6 @@
-package configure
+// Package strict decodes YAML documents strictly and names the path of an
+// unknown field ("spec.nodePools[0].gpus") with the fields allowed there.
+package strict
 
 import (
 	"fmt"
@@ -9,10 +11,18 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// unknownField finds the first field of a YAML document that the Go type
+// Unmarshal decodes data into v, refusing unknown fields by their path.
+func Unmarshal(data []byte, v any) error {
+	if err := UnknownField(data, v); err != nil {
+		return err
+	}
+	return yaml.UnmarshalStrict(data, v)
+}
+
+// UnknownField finds the first field of a YAML document that the Go type
 // of v does not have, and names it by its full path ("spec.workload.tokens")
 // with the fields that are allowed there.
-func unknownField(data []byte, v any) error {
+func UnknownField(data []byte, v any) error {
 	var doc any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return err

@@ -1,0 +1,58 @@
+package fleet
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+func TestNodes(t *testing.T) {
+	f, err := Parse([]byte(`
+apiVersion: gpuplane.io/v1alpha1
+kind: Fleet
+spec:
+  features: {vgpu: true, nvlinkDomains: true}
+  nodePools:
+  - {name: nv12, profile: azure-nv12ads-a10-v5, count: 2, labels: {agentpool: nv12}}
+  - {name: h100, profile: hgx-h100, count: 1, features: {dynamicMIG: true}}
+  - {name: gb200, profile: gb200-nvl72, count: 4, nvlinkDomainNodes: 2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := f.Nodes(catalog.MustDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 7 || nodes[0].Name != "nv12-0" || nodes[0].Labels["agentpool"] != "nv12" || nodes[0].Labels["nvidia.com/gpu.present"] != "true" {
+		t.Fatalf("nodes %+v", nodes[0])
+	}
+	if !nodes[2].Features.DynamicMIG || nodes[2].Features.VGPU || len(nodes[2].Slices.Slices) < 2 {
+		t.Errorf("pool features not applied: %+v", nodes[2].Features)
+	}
+	domain := func(i int) string { return nodes[i].Inv.GPUs[0].NVLink.ClusterUUID }
+	if domain(3) != domain(4) || domain(4) == domain(5) || domain(5) != domain(6) {
+		t.Error("gb200 nodes not grouped two per NVLink domain")
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	head := "apiVersion: gpuplane.io/v1alpha1\nkind: Fleet\nspec:\n"
+	cases := map[string]string{
+		head + "  nodePools:\n  - {name: a, profile: hgx-h100, count: 1, gpus: 4}\n": `unknown field "spec.nodePools[0].gpus"`,
+		head + "  nodePools:\n  - {name: a, profile: hgx-h100, count: 0}\n":          "spec.nodePools[0].count: 0",
+		head + "  nodePools:\n  - {name: a, count: 1}\n":                             "spec.nodePools[0].profile: required",
+		head + "  nodePools: []\n":                                                  "spec.nodePools is empty",
+		"apiVersion: v1\nkind: Fleet\n":                                             "apiVersion/kind",
+	}
+	for in, want := range cases {
+		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+	f, _ := Parse([]byte(head + "  nodePools:\n  - {name: a, profile: hgx-h300, count: 1}\n"))
+	if _, err := f.Nodes(catalog.MustDefault()); err == nil || !strings.Contains(err.Error(), "spec.nodePools[0].profile") {
+		t.Errorf("unknown profile: %v", err)
+	}
+}

@@ -1,0 +1,102 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+)
+
+// Publisher publishes a fleet's slices.
+type Publisher struct {
+	Client kubernetes.Interface
+	Driver string
+	// CreateNodes registers each node as a kwok-managed Node first (for the
+	// local control plane); off, the nodes must exist.
+	CreateNodes bool
+	// ErrorHandler receives publishing errors (default: logged by the controller).
+	ErrorHandler func(ctx context.Context, err error, msg string)
+}
+
+// Running is a published fleet.
+type Running struct {
+	controllers []*resourceslice.Controller
+	want        int
+	client      kubernetes.Interface
+	driver      string
+}
+
+// Start creates the nodes (if asked) and starts one slice controller per node.
+func (p *Publisher) Start(ctx context.Context, nodes []Node) (*Running, error) {
+	r := &Running{client: p.Client, driver: p.Driver}
+	for _, n := range nodes {
+		if p.CreateNodes {
+			if err := p.createNode(ctx, n); err != nil {
+				r.Stop()
+				return nil, err
+			}
+		}
+		c, err := resourceslice.StartController(ctx, resourceslice.Options{
+			DriverName: p.Driver, KubeClient: p.Client, ErrorHandler: p.ErrorHandler,
+			Owner:     &resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: n.Name},
+			Resources: &resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{n.Name: {Slices: n.Slices.Slices}}},
+		})
+		if err != nil {
+			r.Stop()
+			return nil, fmt.Errorf("publish node %s: %w", n.Name, err)
+		}
+		r.controllers = append(r.controllers, c)
+		r.want += len(n.Slices.Slices)
+	}
+	return r, nil
+}
+
+// Stop stops the controllers; the slices stay until their Nodes go.
+func (r *Running) Stop() {
+	for _, c := range r.controllers {
+		c.Stop()
+	}
+}
+
+// WaitPublished blocks until the API server holds every slice of the fleet.
+func (r *Running) WaitPublished(ctx context.Context) error {
+	for {
+		list, err := r.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + r.driver})
+		if err == nil && len(list.Items) >= r.want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			have := 0
+			if list != nil {
+				have = len(list.Items)
+			}
+			return fmt.Errorf("fleet: %d of %d slices published: %w", have, r.want, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (p *Publisher) createNode(ctx context.Context, n Node) error {
+	labels := map[string]string{"type": "kwok", "kubernetes.io/hostname": n.Name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
+		corev1.ResourcePods: resource.MustParse("110")}
+	_, err := p.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create node %s: %w", n.Name, err)
+	}
+	return nil
+}
