@@ -39,10 +39,12 @@ type Spec struct {
 
 // NodePool is Count nodes of one profile.
 type NodePool struct {
-	Name    string            `json:"name"`
-	Profile string            `json:"profile"`
-	Count   int               `json:"count"`
-	Labels  map[string]string `json:"labels,omitempty"`
+	Name    string `json:"name"`
+	Profile string `json:"profile"`
+	Count   int    `json:"count"`
+	// GPUs overrides the profile's GPUs per node.
+	GPUs   int               `json:"gpus,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 	// Features overrides the fleet's features for this pool.
 	Features *slices.Features `json:"features,omitempty"`
 	// MIGLayout enables static MIG with these instances on every GPU.
@@ -50,6 +52,9 @@ type NodePool struct {
 	// NVLinkDomainNodes groups consecutive nodes into NVLink domains of this
 	// many nodes (18 compute trays in a GB200 NVL72); 0: one domain per pool.
 	NVLinkDomainNodes int `json:"nvlinkDomainNodes,omitempty"`
+	// NVLinkDown lists, per node name, GPU indices whose NVLink fabric is
+	// not up (a degraded tray).
+	NVLinkDown map[string][]int `json:"nvlinkDown,omitempty"`
 }
 
 // Node is one fake node and what it publishes.
@@ -97,6 +102,9 @@ func Parse(b []byte) (*File, error) {
 		if p.Count < 1 {
 			return nil, fmt.Errorf("fleet: %s.count: %d, want >= 1", path, p.Count)
 		}
+		if p.GPUs < 0 {
+			return nil, fmt.Errorf("fleet: %s.gpus: %d, want >= 0 (0: the profile's count)", path, p.GPUs)
+		}
 		if p.Profile == "" {
 			return nil, fmt.Errorf("fleet: %s.profile: required (see `gpuplane dra-driver profiles`)", path)
 		}
@@ -123,7 +131,7 @@ func (f *File) Nodes(c *catalog.Catalog) ([]Node, error) {
 		for j := range p.Count {
 			name := p.Name + "-" + strconv.Itoa(j)
 			inv, err := profiles.Discover(c, prof, profiles.Node{Name: name, MIGLayout: p.MIGLayout,
-				NVLinkDomain: p.Name + "-domain-" + strconv.Itoa(j/per), CliqueID: 1})
+				NVLinkDomain: p.Name + "-domain-" + strconv.Itoa(j/per), CliqueID: 1, NVLinkDown: p.NVLinkDown[name], GPUs: p.GPUs})
 			if err != nil {
 				return nil, fmt.Errorf("fleet: spec.nodePools[%d]: %w", i, err)
 			}

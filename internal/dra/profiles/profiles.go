@@ -46,6 +46,11 @@ type Node struct {
 	// domain (GB200 NVL72 rack); ignored by other profiles.
 	NVLinkDomain string
 	CliqueID     int
+	// NVLinkDown lists GPU indices whose NVLink fabric is not up: they
+	// report no domain, as NVML does before the fabric manager finishes.
+	NVLinkDown []int
+	// GPUs, when > 0, overrides the profile's GPU count (a smaller what-if node).
+	GPUs int
 }
 
 // All lists the built-in profiles, sorted by name.
@@ -119,7 +124,11 @@ func Discover(c *catalog.Catalog, p Profile, n Node) (*inventory.Node, error) {
 		return nil, fmt.Errorf("profile %s: migLayout given but %s is not MIG capable in this profile", p.Name, g.ProductName)
 	}
 	inv := &inventory.Node{DriverVersion: DriverVersion, CUDADriverVersion: CUDADriverVersion}
-	for i := range p.GPUs {
+	count := p.GPUs
+	if n.GPUs > 0 {
+		count = n.GPUs
+	}
+	for i := range count {
 		bus := 0x18 + 0x10*i
 		d := inventory.GPU{
 			Index: i, UUID: "GPU-" + uuid(n.Name, strconv.Itoa(i)),
@@ -147,7 +156,7 @@ func Discover(c *catalog.Catalog, p Profile, n Node) (*inventory.Node, error) {
 			}
 			d.MIG = m
 		}
-		if p.NVLinkMNN && n.NVLinkDomain != "" {
+		if p.NVLinkMNN && n.NVLinkDomain != "" && !slicesContains(n.NVLinkDown, i) {
 			d.NVLink = &inventory.NVLink{ClusterUUID: uuid("nvlink-domain", n.NVLinkDomain), CliqueID: n.CliqueID}
 		}
 		inv.GPUs = append(inv.GPUs, d)
@@ -239,4 +248,13 @@ func archName(a string) string {
 func uuid(parts ...string) string {
 	h := sha256.Sum256([]byte(strings.Join(parts, "/")))
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+func slicesContains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
