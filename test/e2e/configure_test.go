@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -42,10 +41,11 @@ func TestConfigureEmitDeploys(t *testing.T) {
 	t.Log(strings.TrimSpace(stderr.String()))
 
 	node := gpuNode(ctx, t, testcluster.GPUNode{Name: "h200-node-0", InstanceType: "Standard_ND96isr_H200_v5",
-		NodePool: "h200", GPUProduct: "NVIDIA-H200", GPUs: 8}, "NVIDIA H200", "141Gi")
+		NodePool: "h200", GPUProduct: "NVIDIA-H200", GPUs: 8}, "hgx-h200")
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	releaseDevices(t, ns)
 
 	want := 0
 	decode := scheme.Codecs.UniversalDeserializer()
@@ -145,14 +145,3 @@ func waitPods(ctx context.Context, t *testing.T, ns, selector string, running, p
 	}
 }
 
-func ensureDeviceClass(ctx context.Context, name string) error {
-	_, err := cluster.Client.ResourceV1().DeviceClasses().Create(ctx, &resourcev1.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
-			CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}},
-	}, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
-}

@@ -15,6 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/dra/profiles"
+	"github.com/gpuplane/gpuplane/internal/dra/slices"
 	"github.com/gpuplane/gpuplane/internal/testcluster"
 )
 
@@ -29,8 +32,12 @@ func TestSchedulerAllocatesClaimsFromResourceSlices(t *testing.T) {
 	defer cancel()
 	cs := cluster.Client
 	node := gpuNode(ctx, t, testcluster.GPUNode{Name: "gpu-node-0", InstanceType: "Standard_NC80adis_H100_v5",
-		NodePool: "h100", GPUProduct: "NVIDIA-H100-80GB-HBM3", GPUs: 2}, "NVIDIA H100 80GB HBM3", "80Gi")
-	ns := "default"
+		NodePool: "h100", GPUProduct: "NVIDIA-H100-80GB-HBM3", GPUs: 2}, "hgx-h100")
+	ns := "dra-e2e"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	releaseDevices(t, ns)
 	if _, err := cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, &resourcev1.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "one-gpu"},
 		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
@@ -115,39 +122,37 @@ func unschedulable(p corev1.Pod) string {
 	return ""
 }
 
-// gpuNode creates a kwok GPU node, the gpuplane DeviceClass and the node's
-// ResourceSlice of whole GPUs.
-func gpuNode(ctx context.Context, t *testing.T, n testcluster.GPUNode, product, memory string) *corev1.Node {
+// gpuNode creates a kwok GPU node, the driver's DeviceClasses and the
+// node's ResourceSlices as the driver lays out a machine of the profile.
+func gpuNode(ctx context.Context, t *testing.T, n testcluster.GPUNode, profile string) *corev1.Node {
 	t.Helper()
 	node, err := cluster.CreateGPUNode(ctx, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ensureDeviceClass(ctx, "gpu.gpuplane.io"); err != nil {
+	ensureClasses(ctx, t)
+	c := catalog.MustDefault()
+	p, err := profiles.Lookup(c, profile)
+	if err != nil {
 		t.Fatal(err)
 	}
-	publishGPUs(ctx, t, node.Name, product, memory, n.GPUs)
+	inv, err := profiles.Discover(c, p, profiles.Node{Name: node.Name, GPUs: n.GPUs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := slices.Build(inv, slices.Features{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range r.Slices {
+		if _, err := cluster.Client.ResourceV1().ResourceSlices().Create(ctx, &resourcev1.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", node.Name, i)},
+			Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node.Name),
+				Pool:    resourcev1.ResourcePool{Name: node.Name, Generation: 1, ResourceSliceCount: int64(len(r.Slices))},
+				Devices: s.Devices},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return node
-}
-
-// publishGPUs publishes n whole GPUs of one product on node through a
-// ResourceSlice of the gpuplane driver, the way the DRA driver will.
-func publishGPUs(ctx context.Context, t *testing.T, node, product, memory string, n int) {
-	t.Helper()
-	var devices []resourcev1.Device
-	for i := range n {
-		devices = append(devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i),
-			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-				"type":        {StringValue: ptr.To("gpu")},
-				"productName": {StringValue: ptr.To(product)}},
-			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: mustQuantity(memory)}}})
-	}
-	if _, err := cluster.Client.ResourceV1().ResourceSlices().Create(ctx, &resourcev1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
-		Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node),
-			Pool:    resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
-			Devices: devices},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -200,3 +200,29 @@ func deviceOf(a *resourcev1.AllocationResult) (pool, device, request string) {
 	r := a.Devices.Results[0]
 	return r.Pool, r.Device, r.Request
 }
+
+// releaseDevices deletes a test's Deployments and pods in ns at cleanup and
+// waits until the pods are gone, so the claims they held (or were waiting
+// for) do not take devices from later tests.
+func releaseDevices(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cs := cluster.Client
+		_ = cs.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = cs.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		for {
+			_ = cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+			pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err == nil && len(pods.Items) == 0 {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Errorf("pods of %s not gone: %v", ns, err)
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	})
+}
