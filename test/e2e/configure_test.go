@@ -144,4 +144,3 @@ func waitPods(ctx context.Context, t *testing.T, ns, selector string, running, p
 		}
 	}
 }
-

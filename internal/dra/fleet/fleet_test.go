@@ -41,8 +41,8 @@ func TestParseErrors(t *testing.T) {
 	head := "apiVersion: gpuplane.io/v1alpha1\nkind: Fleet\nspec:\n"
 	cases := map[string]string{
 		head + "  nodePools:\n  - {name: a, profile: hgx-h100, count: 1, gpu: 4}\n": `unknown field "spec.nodePools[0].gpu"`,
-		head + "  nodePools:\n  - {name: a, profile: hgx-h100, count: 0}\n":          "spec.nodePools[0].count: 0",
-		head + "  nodePools:\n  - {name: a, count: 1}\n":                             "spec.nodePools[0].profile: required",
+		head + "  nodePools:\n  - {name: a, profile: hgx-h100, count: 0}\n":         "spec.nodePools[0].count: 0",
+		head + "  nodePools:\n  - {name: a, count: 1}\n":                            "spec.nodePools[0].profile: required",
 		head + "  nodePools: []\n":                                                  "spec.nodePools is empty",
 		"apiVersion: v1\nkind: Fleet\n":                                             "apiVersion/kind",
 	}

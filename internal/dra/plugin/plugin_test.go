@@ -220,8 +220,8 @@ func TestSharedGPULimits(t *testing.T) {
 func TestBadConfigNamesTheField(t *testing.T) {
 	r := newRig(t, "azure-nv12ads-a10-v5", slices.Features{VGPU: true})
 	cases := map[string]string{
-		`{"apiVersion":"gpu.gpuplane.io/v1alpha1","kind":"GpuConfig","sharing":{"strategy":"MPS","mps":{"defaultActiveThreadPercent":50}}}`: `unknown field "sharing.mps.defaultActiveThreadPercent"`,
-		`{"apiVersion":"gpu.gpuplane.io/v1alpha1","kind":"GpuConfig","sharing":{"strategy":"Spatial"}}`:                                        `sharing.strategy: "Spatial"`,
+		`{"apiVersion":"gpu.gpuplane.io/v1alpha1","kind":"GpuConfig","sharing":{"strategy":"MPS","mps":{"defaultActiveThreadPercent":50}}}`:     `unknown field "sharing.mps.defaultActiveThreadPercent"`,
+		`{"apiVersion":"gpu.gpuplane.io/v1alpha1","kind":"GpuConfig","sharing":{"strategy":"Spatial"}}`:                                         `sharing.strategy: "Spatial"`,
 		`{"apiVersion":"gpu.gpuplane.io/v1alpha1","kind":"GpuConfig","sharing":{"strategy":"MPS","mps":{"defaultActiveThreadPercentage":150}}}`: "defaultActiveThreadPercentage: 150, want 1..100",
 		`{"apiVersion":"v1","kind":"GpuConfig"}`: "apiVersion/kind",
 	}
