@@ -1,6 +1,7 @@
 package nvmldiscovery
 
 import (
+	"context"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -118,5 +119,89 @@ func TestSemver(t *testing.T) {
 		if got := semver(in); got != want {
 			t.Errorf("semver(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestPartitionerCreatesAndDestroys(t *testing.T) {
+	s := dgxh100.New()
+	bare(s)
+	d0 := s.Devices[0].(*server.Device)
+	uuid, _ := d0.GetUUID()
+	// MIG device handles for what exists: one per GPU instance.
+	d0.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
+	d0.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		n := 0
+		for gi := range d0.GpuInstances {
+			if n == i {
+				id := int(gi.Info.Id)
+				return &mock.Device{
+					GetGpuInstanceIdFunc: func() (int, nvml.Return) { return id, nvml.SUCCESS },
+					GetUUIDFunc:          func() (string, nvml.Return) { return "MIG-gi-" + string(rune('0'+id)), nvml.SUCCESS },
+				}, nvml.SUCCESS
+			}
+			n++
+		}
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	p := &Partitioner{Lib: s}
+	mig, err := p.Create(uuid, "3g.40gb", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mig != "MIG-gi-0" || len(d0.GpuInstances) != 1 {
+		t.Fatalf("created %q, %d instances", mig, len(d0.GpuInstances))
+	}
+	for gi := range d0.GpuInstances {
+		if gi.Info.Placement.Start != 4 || len(gi.ComputeInstances) != 1 {
+			t.Errorf("instance %+v with %d compute instances", gi.Info.Placement, len(gi.ComputeInstances))
+		}
+	}
+	if err := p.Destroy(uuid, "3g.40gb", 4); err != nil {
+		t.Fatal(err)
+	}
+	if len(d0.GpuInstances) != 0 {
+		t.Errorf("%d GPU instances left", len(d0.GpuInstances))
+	}
+	if _, err := p.Create(uuid, "5g.50gb", 0); err == nil {
+		t.Error("unknown profile accepted")
+	}
+}
+
+func TestHealthReportsCriticalXIDs(t *testing.T) {
+	s := dgxh100.New()
+	bare(s)
+	registered := 0
+	for _, d := range s.Devices {
+		d.(*server.Device).RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { registered++; return nvml.SUCCESS }
+	}
+	events := make(chan nvml.EventData, 4)
+	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
+		return &mock.EventSet{
+			WaitFunc: func(uint32) (nvml.EventData, nvml.Return) {
+				select {
+				case e := <-events:
+					return e, nvml.SUCCESS
+				default:
+					return nvml.EventData{}, nvml.ERROR_TIMEOUT
+				}
+			},
+			FreeFunc: func() nvml.Return { return nvml.SUCCESS },
+		}, nvml.SUCCESS
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := (&Health{Lib: s, WaitMs: 1}).Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if registered != 8 {
+		t.Errorf("registered on %d GPUs", registered)
+	}
+	events <- nvml.EventData{Device: s.Devices[2], EventType: nvml.EventTypeXidCriticalError, EventData: 13} // application error
+	events <- nvml.EventData{Device: s.Devices[5], EventType: nvml.EventTypeXidCriticalError, EventData: 79}
+	ev := <-ch
+	want, _ := s.Devices[5].GetUUID()
+	if ev.UUID != want || ev.Healthy || ev.Reason != "XID 79" {
+		t.Errorf("event %+v, want GPU 5 unhealthy with XID 79", ev)
 	}
 }

@@ -1,0 +1,11 @@
+// Command gpuplane-dra-driver is the kubelet plugin of the gpu.gpuplane.io
+// DRA driver.
+package main
+
+import (
+	"os"
+
+	"github.com/gpuplane/gpuplane/internal/drivercli"
+)
+
+func main() { os.Exit(drivercli.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -1,0 +1,141 @@
+// Package drivercli is the command line of gpuplane-dra-driver, the DRA
+// driver's kubelet plugin binary that the Helm chart's DaemonSet runs. It is
+// apart from the gpuplane CLI so that only this binary links NVML (cgo).
+package drivercli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/dra/nvmldiscovery"
+	"github.com/gpuplane/gpuplane/internal/dra/plugin"
+	"github.com/gpuplane/gpuplane/internal/dra/profiles"
+	"github.com/gpuplane/gpuplane/internal/dra/slices"
+)
+
+// Main runs the driver binary and returns its exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{Use: "gpuplane-dra-driver", Short: "gpuplane's DRA driver for GPUs, MIG partitions, vGPU slices and shared GPUs",
+		SilenceUsage: true, SilenceErrors: true}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCmd())
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+func featureFlags(cmd *cobra.Command, f *slices.Features) {
+	cmd.Flags().BoolVar(&f.DynamicMIG, "dynamic-mig", false, "publish every MIG placement as a partitionable device (created at prepare)")
+	cmd.Flags().BoolVar(&f.SharedGPUs, "shared-gpus", false, "publish whole GPUs with consumable memory and compute, shared by many claims")
+	cmd.Flags().BoolVar(&f.VGPU, "vgpu", true, "publish a vGPU guest's device as type vgpu with its profile and fraction")
+	cmd.Flags().BoolVar(&f.NVLinkDomains, "nvlink-domains", false, "publish NVLink domain and clique attributes")
+}
+
+func newRunCmd() *cobra.Command {
+	var kubeconfig, nodeName, discovery, profile, pluginDir, registrarDir, cdiDir string
+	var migLayout []string
+	var f slices.Features
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the kubelet plugin on this node",
+		Long: `Discovers the node's GPUs (NVML, or a device profile on fake nodes), publishes them as
+ResourceSlices of driver gpu.gpuplane.io, and serves the kubelet's DRA gRPC API: prepare writes a
+CDI spec per claim and records it in a checkpoint, unprepare undoes it. Critical XID errors taint
+the device (NVML discovery).
+
+  gpuplane dra-driver run --node-name $NODE_NAME --dynamic-mig
+  gpuplane dra-driver run --node-name kwok-0 --discovery profile --profile azure-nv12ads-a10-v5`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if nodeName == "" {
+				nodeName = os.Getenv("NODE_NAME")
+			}
+			if nodeName == "" {
+				return fmt.Errorf("--node-name: required (or set NODE_NAME from the downward API)")
+			}
+			rc, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			client, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return fmt.Errorf("kubernetes client: %w", err)
+			}
+			cfg := plugin.Config{NodeName: nodeName, Client: client, Features: f,
+				PluginDir: pluginDir, RegistrarDir: registrarDir, CDIDir: cdiDir}
+			switch discovery {
+			case "nvml":
+				lib := nvml.New()
+				cfg.Discoverer = &nvmldiscovery.Discoverer{Lib: lib, Catalog: catalog.MustDefault(), Fabric: f.NVLinkDomains}
+				cfg.Partitioner = &nvmldiscovery.Partitioner{Lib: lib}
+				cfg.Health = &nvmldiscovery.Health{Lib: lib}
+			case "profile":
+				c := catalog.MustDefault()
+				p, err := profiles.Lookup(c, profile)
+				if err != nil {
+					return fmt.Errorf("--profile: %w", err)
+				}
+				inv, err := profiles.Discover(c, p, profiles.Node{Name: nodeName, MIGLayout: migLayout})
+				if err != nil {
+					return err
+				}
+				cfg.Discoverer = profiles.Static{Node: inv}
+				cfg.Partitioner = &profiles.Partitioner{Node: nodeName, Inv: inv}
+			default:
+				return fmt.Errorf("--discovery: %q, want nvml or profile", discovery)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			ctx = klog.NewContext(ctx, klog.Background())
+			d, err := plugin.Start(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer d.Stop()
+			klog.FromContext(ctx).Info("kubelet plugin running", "driver", plugin.DriverName, "node", nodeName,
+				"devices", len(d.Published().Devices))
+			<-ctx.Done()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG)")
+	cmd.Flags().StringVar(&nodeName, "node-name", "", "this node's name (default $NODE_NAME)")
+	cmd.Flags().StringVar(&discovery, "discovery", "nvml", "device discovery: nvml or profile")
+	cmd.Flags().StringVar(&profile, "profile", "", "device profile for --discovery profile (see `dra-driver profiles`)")
+	cmd.Flags().StringSliceVar(&migLayout, "mig-layout", nil, "static MIG instances on every GPU of a profile node, e.g. 3g.40gb,4g.40gb")
+	cmd.Flags().StringVar(&pluginDir, "plugin-dir", "", "socket and checkpoint directory (default /var/lib/kubelet/plugins/gpu.gpuplane.io)")
+	cmd.Flags().StringVar(&registrarDir, "registrar-dir", "", "kubelet plugin registration directory (default /var/lib/kubelet/plugins_registry)")
+	cmd.Flags().StringVar(&cdiDir, "cdi-dir", "", "CDI spec directory (default /var/run/cdi)")
+	featureFlags(cmd, &f)
+	return cmd
+}
+
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		if ic, err := rest.InClusterConfig(); err == nil {
+			return ic, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	return rc, nil
+}
