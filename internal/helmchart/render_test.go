@@ -1,0 +1,118 @@
+package helmchart
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuplane/gpuplane/internal/dra/classes"
+	"github.com/gpuplane/gpuplane/internal/dra/plugin"
+)
+
+const chart = "../../deploy/helm/gpuplane-dra-driver"
+
+type kinded struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+}
+
+func render(t *testing.T, values map[string]any) map[string][]string {
+	t.Helper()
+	docs, err := Render(chart, "gp", "gpuplane-system", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, d := range docs {
+		var k kinded
+		if err := yaml.Unmarshal([]byte(d), &k); err != nil {
+			t.Fatalf("%v\n%s", err, d)
+		}
+		out[k.Kind] = append(out[k.Kind], d)
+	}
+	return out
+}
+
+func daemonSet(t *testing.T, docs map[string][]string) appsv1.DaemonSet {
+	t.Helper()
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict([]byte(docs["DaemonSet"][0]), &ds); err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func TestDefaults(t *testing.T) {
+	docs := render(t, nil)
+	for kind, n := range map[string]int{"DaemonSet": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"DeviceClass": 3, "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1} {
+		if len(docs[kind]) != n {
+			t.Errorf("%d %s, want %d", len(docs[kind]), kind, n)
+		}
+	}
+	ds := daemonSet(t, docs)
+	if ds.Spec.Template.Spec.NodeSelector["nvidia.com/gpu.present"] != "true" {
+		t.Errorf("node selector %v", ds.Spec.Template.Spec.NodeSelector)
+	}
+	aff := ds.Spec.Template.Spec.Affinity
+	if aff == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key != "nvidia.com/gpu.deploy.device-plugin" {
+		t.Error("no guard against the classic device plugin")
+	}
+	if ds.Spec.UpdateStrategy.RollingUpdate.MaxSurge.IntValue() != 0 {
+		t.Error("maxSurge must be 0")
+	}
+	// The chart's classes are the driver's.
+	want := classes.All(plugin.DriverName, classes.Options{})
+	for i, d := range docs["DeviceClass"] {
+		var c resourceapi.DeviceClass
+		if err := yaml.UnmarshalStrict([]byte(d), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Name != want[i].Name || !reflect.DeepEqual(c.Spec, want[i].Spec) {
+			t.Errorf("chart class %s %+v, driver's %s %+v", c.Name, c.Spec, want[i].Name, want[i].Spec)
+		}
+	}
+}
+
+func TestValues(t *testing.T) {
+	docs := render(t, map[string]any{
+		"features":                    map[string]any{"dynamicMIG": true, "sharedGPUs": true},
+		"deviceClasses":               map[string]any{"extendedResource": true},
+		"gpuResourcesEnabledOverride": true,
+		"discovery":                   "profile", "profile": "hgx-h100",
+	})
+	ds := daemonSet(t, docs)
+	args := strings.Join(ds.Spec.Template.Spec.Containers[0].Args, " ")
+	for _, a := range []string{"--dynamic-mig=true", "--shared-gpus=true", "--discovery=profile", "--profile=hgx-h100"} {
+		if !strings.Contains(args, a) {
+			t.Errorf("args %q lack %s", args, a)
+		}
+	}
+	if ds.Spec.Template.Spec.Affinity != nil {
+		t.Error("override set but the guard is still there")
+	}
+	if !strings.Contains(docs["DeviceClass"][0], "extendedResourceName: gpuplane.io/gpu") {
+		t.Errorf("gpu class without the extended resource:\n%s", docs["DeviceClass"][0])
+	}
+	off := render(t, map[string]any{"deviceClasses": map[string]any{"install": false}, "restrictSlicesToOwnNode": false})
+	if len(off["DeviceClass"]) != 0 || len(off["ValidatingAdmissionPolicy"]) != 0 {
+		t.Error("classes or policy rendered though turned off")
+	}
+}
+
+func TestBadValues(t *testing.T) {
+	for vals, want := range map[*map[string]any]string{
+		{"discovery": "profile"}: "needs profile",
+		{"discovery": "dcgm"}:    `discovery: "dcgm"`,
+	} {
+		if _, err := Render(chart, "gp", "ns", *vals); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want %q", *vals, err, want)
+		}
+	}
+}
