@@ -201,12 +201,15 @@ func Start(ctx context.Context, opt Options) (_ *Cluster, err error) {
 	if err := c.spawn(opt, "kube-controller-manager", bin("kube-controller-manager"), kc,
 		"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
 		"--service-account-private-key-file="+p("sa.key"), "--root-ca-file="+p("serving.crt"),
-		"--leader-elect=false", "--secure-port=0", "--controllers=*"); err != nil {
+		"--leader-elect=false", "--secure-port=0", "--controllers=*",
+		// The default 20 QPS makes the ReplicaSet and ResourceClaim controllers, not the
+		// scheduler, the bottleneck when hundreds of pods with claims arrive at once.
+		"--kube-api-qps=300", "--kube-api-burst=600"); err != nil {
 		return nil, err
 	}
 	if err := c.spawn(opt, "kube-scheduler", bin("kube-scheduler"), kc,
 		"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false", "--secure-port=0"); err != nil {
+		"--leader-elect=false", "--secure-port=0", "--kube-api-qps=300", "--kube-api-burst=600"); err != nil {
 		return nil, err
 	}
 	kwokArgs := []string{kc, "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",

@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,27 +34,38 @@ type Running struct {
 	driver      string
 }
 
-// Start creates the nodes (if asked) and starts one slice controller per node.
+// Start creates the nodes (if asked) and starts one slice controller per
+// node. Controllers start in parallel: each waits for its informer to sync,
+// which the library polls once a second.
 func (p *Publisher) Start(ctx context.Context, nodes []Node) (*Running, error) {
 	r := &Running{client: p.Client, driver: p.Driver}
 	for _, n := range nodes {
 		if p.CreateNodes {
-			if err := p.createNode(ctx, n); err != nil {
-				r.Stop()
+			if err := p.CreateNode(ctx, n); err != nil {
 				return nil, err
 			}
 		}
-		c, err := resourceslice.StartController(ctx, resourceslice.Options{
-			DriverName: p.Driver, KubeClient: p.Client, ErrorHandler: p.ErrorHandler,
-			Owner:     &resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: n.Name},
-			Resources: &resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{n.Name: {Slices: n.Slices.Slices}}},
-		})
-		if err != nil {
-			r.Stop()
-			return nil, fmt.Errorf("publish node %s: %w", n.Name, err)
-		}
-		r.controllers = append(r.controllers, c)
 		r.want += len(n.Slices.Slices)
+	}
+	r.controllers = make([]*resourceslice.Controller, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			r.controllers[i], errs[i] = resourceslice.StartController(ctx, resourceslice.Options{
+				DriverName: p.Driver, KubeClient: p.Client, ErrorHandler: p.ErrorHandler,
+				Owner:     &resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: n.Name},
+				Resources: &resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{n.Name: {Slices: n.Slices.Slices}}},
+			})
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("publish node %s: %w", n.Name, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		r.Stop()
+		return nil, err
 	}
 	return r, nil
 }
@@ -60,7 +73,9 @@ func (p *Publisher) Start(ctx context.Context, nodes []Node) (*Running, error) {
 // Stop stops the controllers; the slices stay until their Nodes go.
 func (r *Running) Stop() {
 	for _, c := range r.controllers {
-		c.Stop()
+		if c != nil {
+			c.Stop()
+		}
 	}
 }
 
@@ -83,7 +98,8 @@ func (r *Running) WaitPublished(ctx context.Context) error {
 	}
 }
 
-func (p *Publisher) createNode(ctx context.Context, n Node) error {
+// CreateNode registers n as a kwok-managed Node (an existing one is kept).
+func (p *Publisher) CreateNode(ctx context.Context, n Node) error {
 	labels := map[string]string{"type": "kwok", "kubernetes.io/hostname": n.Name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
 	for k, v := range n.Labels {
 		labels[k] = v

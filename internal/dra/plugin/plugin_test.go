@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/dra/inventory"
 	"github.com/gpuplane/gpuplane/internal/dra/plugin"
 	"github.com/gpuplane/gpuplane/internal/dra/plugin/plugintest"
 	"github.com/gpuplane/gpuplane/internal/dra/profiles"
@@ -29,7 +30,7 @@ import (
 const node = "gpu-node-1"
 
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	client  kubernetes.Interface
 	cfg     plugin.Config
 	driver  *plugin.Driver
@@ -37,7 +38,7 @@ type rig struct {
 	health  *plugintest.Health
 }
 
-func newRig(t *testing.T, profile string, f slices.Features) *rig {
+func newRig(t testing.TB, profile string, f slices.Features) *rig {
 	t.Helper()
 	c := catalog.MustDefault()
 	p, err := profiles.Lookup(c, profile)
@@ -300,4 +301,17 @@ func TestCheckpointCorruptionIsAnError(t *testing.T) {
 	if _, err := plugin.Start(context.Background(), r.cfg); err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Errorf("start on an edited checkpoint: %v", err)
 	}
+}
+
+func nodeInventory(tb testing.TB, profile string) *inventory.Node {
+	c := catalog.MustDefault()
+	p, err := profiles.Lookup(c, profile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inv, err := profiles.Discover(c, p, profiles.Node{Name: node})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return inv
 }
