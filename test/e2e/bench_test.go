@@ -101,7 +101,7 @@ func BenchmarkSchedulePods512(b *testing.B) {
 		}
 		if _, err := cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, &resourcev1.ResourceClaimTemplate{
 			ObjectMeta: metav1.ObjectMeta{Name: "one-gpu"},
-			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: exactly("gpu.gpuplane.io", attr("productName")+` == "NVIDIA H100 80GB HBM3"`, 1, nil)},
+			Spec:       resourcev1.ResourceClaimTemplateSpec{Spec: exactly("gpu.gpuplane.io", attr("productName")+` == "NVIDIA H100 80GB HBM3"`, 1, nil)},
 		}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}

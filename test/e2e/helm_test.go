@@ -18,7 +18,7 @@ import (
 )
 
 // TestHelmChartServerDryRun renders the driver's chart with Helm's library
-// and has the API server admit every object (server-side dry-run), with
+// and has the API server admit every object (server-side apply, dry-run), with
 // the defaults and with every feature on.
 func TestHelmChartServerDryRun(t *testing.T) {
 	ctx := ctxFor(t)
@@ -54,7 +54,9 @@ func TestHelmChartServerDryRun(t *testing.T) {
 			if m.Scope.Name() == "namespace" {
 				ri = dyn.Resource(m.Resource).Namespace(ns)
 			}
-			if _, err := ri.Create(context.Background(), &obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			// Server-side apply also covers objects that exist (the classes other tests installed).
+			if _, err := ri.Apply(context.Background(), obj.GetName(), &obj, metav1.ApplyOptions{FieldManager: "helm-dry-run",
+				Force: true, DryRun: []string{metav1.DryRunAll}}); err != nil {
 				t.Errorf("%s %s rejected by the API server: %v", gvk.Kind, obj.GetName(), err)
 			}
 		}
