@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -213,5 +214,53 @@ func TestDriverDeviceTaint(t *testing.T) {
 			t.Fatal("pending claim not served after the taint rule was deleted")
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// Pods that ask for the extended resource gpuplane.io/gpu, not for a claim,
+// are served by DRA through the gpu class's extendedResourceName.
+func TestDriverExtendedResource(t *testing.T) {
+	ctx := ctxFor(t)
+	startFleet(ctx, t, `  nodePools:
+  - {name: ext, profile: hgx-h100, count: 1, gpus: 2, labels: {e2e-case: ext}}
+`)
+	for i := range 3 {
+		name := "ext-" + string(rune('a'+i))
+		if _, err := cluster.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{NodeSelector: map[string]string{"e2e-case": "ext"},
+				Containers: []corev1.Container{{Name: "main", Image: "vllm/vllm-openai", Resources: corev1.ResourceRequirements{
+					Limits: corev1.ResourceList{"gpuplane.io/gpu": mustQuantity("1")}}}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := 0
+	for i := range 3 {
+		name := "ext-" + string(rune('a'+i))
+		for {
+			p, err := cluster.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Status.Phase == corev1.PodRunning {
+				if p.Status.ExtendedResourceClaimStatus == nil {
+					t.Errorf("%s runs without an extended-resource claim", name)
+				}
+				running++
+				break
+			}
+			if unschedulable(*p) != "" {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("pod %s neither ran nor was unschedulable (scheduler log:\n%s)", name, cluster.LogTail("kube-scheduler", 10))
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	if running != 2 {
+		t.Errorf("%d pods run on the node's 2 GPUs, want 2 (the third Pending)", running)
 	}
 }
