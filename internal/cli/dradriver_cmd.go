@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/dra/fleet"
 	"github.com/gpuplane/gpuplane/internal/dra/plugin"
 	"github.com/gpuplane/gpuplane/internal/dra/profiles"
+	"github.com/gpuplane/gpuplane/internal/kubeclient"
 	"github.com/gpuplane/gpuplane/internal/output"
 )
 
@@ -56,13 +56,9 @@ ResourceSlices and touches no cluster: a what-if for capacity planning.
 			if dryRun {
 				return writeSlices(g, nodes)
 			}
-			rc, err := restConfig(kubeconfig)
+			client, err := kubeclient.Clientset(kubeconfig)
 			if err != nil {
 				return err
-			}
-			client, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return fmt.Errorf("kubernetes client: %w", err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -11,9 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpuplane/gpuplane/internal/kubeclient"
 	"github.com/gpuplane/gpuplane/internal/plannerlive"
 )
 
@@ -54,7 +53,7 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			if err != nil {
 				return err
 			}
-			rc, err := restConfig(kubeconfig)
+			rc, err := kubeclient.Config(kubeconfig)
 			if err != nil {
 				return err
 			}
@@ -100,17 +99,3 @@ it only reports. Missing or stale metrics: it holds the last decision.
 }
 
 // restConfig loads a kubeconfig the way kubectl does, or the in-cluster one.
-func restConfig(path string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if path != "" {
-		rules.ExplicitPath = path
-	}
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		if ic, ierr := rest.InClusterConfig(); ierr == nil {
-			return ic, nil
-		}
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	return rc, nil
-}

@@ -12,9 +12,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -22,6 +19,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/dra/plugin"
 	"github.com/gpuplane/gpuplane/internal/dra/profiles"
 	"github.com/gpuplane/gpuplane/internal/dra/slices"
+	"github.com/gpuplane/gpuplane/internal/kubeclient"
 )
 
 // Main runs the driver binary and returns its exit code.
@@ -68,13 +66,9 @@ the device (NVML discovery).
 			if nodeName == "" {
 				return fmt.Errorf("--node-name: required (or set NODE_NAME from the downward API)")
 			}
-			rc, err := restConfig(kubeconfig)
+			client, err := kubeclient.Clientset(kubeconfig)
 			if err != nil {
 				return err
-			}
-			client, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return fmt.Errorf("kubernetes client: %w", err)
 			}
 			cfg := plugin.Config{NodeName: nodeName, Client: client, Features: f,
 				PluginDir: pluginDir, RegistrarDir: registrarDir, CDIDir: cdiDir}
@@ -123,19 +117,4 @@ the device (NVML discovery).
 	cmd.Flags().StringVar(&cdiDir, "cdi-dir", "", "CDI spec directory (default /var/run/cdi)")
 	featureFlags(cmd, &f)
 	return cmd
-}
-
-func restConfig(path string) (*rest.Config, error) {
-	if path == "" {
-		if ic, err := rest.InClusterConfig(); err == nil {
-			return ic, nil
-		}
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	return rc, nil
 }

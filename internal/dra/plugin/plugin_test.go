@@ -40,15 +40,7 @@ type rig struct {
 
 func newRig(t testing.TB, profile string, f slices.Features) *rig {
 	t.Helper()
-	c := catalog.MustDefault()
-	p, err := profiles.Lookup(c, profile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := profiles.Discover(c, p, profiles.Node{Name: node})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inv := nodeInventory(t, profile)
 	dir, err := os.MkdirTemp("", "gp")
 	if err != nil {
 		t.Fatal(err)
@@ -304,6 +296,7 @@ func TestCheckpointCorruptionIsAnError(t *testing.T) {
 }
 
 func nodeInventory(tb testing.TB, profile string) *inventory.Node {
+	tb.Helper()
 	c := catalog.MustDefault()
 	p, err := profiles.Lookup(c, profile)
 	if err != nil {
