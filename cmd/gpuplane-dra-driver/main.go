@@ -3,9 +3,10 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/gpuplane/gpuplane/internal/drivercli"
 )
 
-func main() { os.Exit(drivercli.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(drivercli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }

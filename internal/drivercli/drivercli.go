@@ -4,6 +4,7 @@
 package drivercli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -22,15 +24,16 @@ import (
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
 )
 
-// Main runs the driver binary and returns its exit code.
-func Main(args []string, stdout, stderr io.Writer) int {
+// Main runs the driver binary until ctx ends or a signal arrives and
+// returns its exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{Use: "gpuplane-dra-driver", Short: "gpuplane's DRA driver for GPUs, MIG partitions, vGPU slices and shared GPUs",
 		SilenceUsage: true, SilenceErrors: true}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRunCmd())
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
@@ -56,8 +59,8 @@ ResourceSlices of driver gpu.gpuplane.io, and serves the kubelet's DRA gRPC API:
 CDI spec per claim and records it in a checkpoint, unprepare undoes it. Critical XID errors taint
 the device (NVML discovery).
 
-  gpuplane dra-driver run --node-name $NODE_NAME --dynamic-mig
-  gpuplane dra-driver run --node-name kwok-0 --discovery profile --profile azure-nv12ads-a10-v5`,
+  gpuplane-dra-driver run --node-name $NODE_NAME --dynamic-mig
+  gpuplane-dra-driver run --node-name kwok-0 --discovery profile --profile azure-nv12ads-a10-v5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if nodeName == "" {
@@ -68,6 +71,14 @@ the device (NVML discovery).
 			}
 			client, err := kubeclient.Clientset(kubeconfig)
 			if err != nil {
+				return err
+			}
+			// Node labels opt a node pool in or out of features (shared GPUs on one pool only).
+			node, err := client.CoreV1().Nodes().Get(cmd.Context(), nodeName, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("node %s: %w", nodeName, err)
+			}
+			if f, err = plugin.FeaturesForNode(node, f); err != nil {
 				return err
 			}
 			cfg := plugin.Config{NodeName: nodeName, Client: client, Features: f,

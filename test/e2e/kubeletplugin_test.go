@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/dra/plugin/plugintest"
 	"github.com/gpuplane/gpuplane/internal/dra/profiles"
 	"github.com/gpuplane/gpuplane/internal/dra/slices"
+	"github.com/gpuplane/gpuplane/internal/drivercli"
 	"github.com/gpuplane/gpuplane/internal/testcluster"
 )
 
@@ -175,5 +177,59 @@ func waitSlices(ctx context.Context, t *testing.T, node string, ok func(devices,
 			t.Fatalf("node %s: %d devices, %d tainted", node, devs, tainted)
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// TestDriverBinaryNodeLabelOptIn runs the gpuplane-dra-driver command for a
+// node whose pool label opts it into shared GPUs: its slices carry shared
+// devices though the flags leave the feature off.
+func TestDriverBinaryNodeLabelOptIn(t *testing.T) {
+	ctx := ctxFor(t)
+	node, err := cluster.CreateGPUNode(ctx, testcluster.GPUNode{Name: "bin-0", InstanceType: "Standard_ND96isr_H200_v5",
+		NodePool: "bin", GPUProduct: "NVIDIA-H200", GPUs: 8, Labels: map[string]string{plugin.LabelSharedGPUs: "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.MkdirAll(filepath.Join(dir, "registry"), 0o755)
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan int)
+	var stderr strings.Builder
+	go func() {
+		done <- drivercli.Main(rctx, []string{"run", "--discovery=profile", "--profile=hgx-h200", "--node-name=" + node.Name,
+			"--kubeconfig=" + cluster.Kubeconfig, "--plugin-dir=" + filepath.Join(dir, "plugin"),
+			"--registrar-dir=" + filepath.Join(dir, "registry"), "--cdi-dir=" + filepath.Join(dir, "cdi")}, io.Discard, &stderr)
+	}()
+	for {
+		list, err := cluster.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared := 0
+		for _, s := range list.Items {
+			for _, d := range s.Spec.Devices {
+				if d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations {
+					shared++
+				}
+			}
+		}
+		if shared == 8 {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("driver exited with %d: %s", code, stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("%d shared GPUs published, want 8", shared)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	stop()
+	if code := <-done; code != 0 {
+		t.Errorf("driver exited with %d after cancel: %s", code, stderr.String())
 	}
 }
