@@ -1,0 +1,107 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/dra/fleet"
+)
+
+// CapacityReport says how many more claims of a template fit, and where.
+type CapacityReport struct {
+	Template string      `json:"template"`
+	Fits     int         `json:"fits"`
+	PerNode  []NodeCount `json:"perNode"`
+	// Capped is set when the count stopped at the limit, not at the cluster's end.
+	Capped bool `json:"capped,omitempty"`
+}
+
+// NodeCount is how many claims one node takes.
+type NodeCount struct {
+	Node  string `json:"node"`
+	Count int    `json:"count"`
+	// WhatIf marks nodes added by --add-nodes.
+	WhatIf bool `json:"whatIf,omitempty"`
+}
+
+// Capacity places claims of spec one after the other, as the scheduler
+// would, node by node, until nothing more fits or limit is reached.
+// nodeSelector restricts the nodes (a pod template's selector).
+func Capacity(ctx context.Context, s *Snapshot, name string, spec resourceapi.ResourceClaimSpec, nodeSelector map[string]string, limit int, whatIf map[string]bool) (*CapacityReport, error) {
+	rep := &CapacityReport{Template: name}
+	snap := *s
+	snap.Claims = append([]*resourceapi.ResourceClaim(nil), s.Claims...)
+	st := newState(&snap, nil)
+	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: nodeSelector}}
+	for _, n := range st.nodesSorted() {
+		if podExcludes(pod, n) != "" || len(st.devicesOn(n)) == 0 {
+			continue
+		}
+		count := 0
+		for rep.Fits < limit {
+			c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "what-if", Name: name + "-" + strconv.Itoa(rep.Fits),
+				UID: types.UID("what-if-" + strconv.Itoa(rep.Fits))}, Spec: spec}
+			alloc, err := structured.NewAllocator(ctx, features, st.allocatedState(), st, st.slices, st.cel)
+			if err != nil {
+				return nil, fmt.Errorf("allocator: %w", err)
+			}
+			res, err := alloc.Allocate(ctx, n, []*resourceapi.ResourceClaim{c})
+			if err != nil && !isNodeFailure(err) {
+				return nil, fmt.Errorf("allocate on %s: %w", n.Name, err)
+			}
+			if res == nil {
+				break
+			}
+			for _, r := range res[0].Devices.Results {
+				id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+				st.holders[id] = append(st.holders[id], holder{claim: "what-if/" + c.Name, shareID: r.ShareID, consumed: r.ConsumedCapacity})
+			}
+			count++
+			rep.Fits++
+		}
+		if count > 0 {
+			rep.PerNode = append(rep.PerNode, NodeCount{Node: n.Name, Count: count, WhatIf: whatIf[n.Name]})
+		}
+		if rep.Fits >= limit {
+			rep.Capped = true
+			break
+		}
+	}
+	return rep, nil
+}
+
+// AddFleet adds the nodes of a fleet file and their slices to the
+// snapshot (what-if), returning the added node names.
+func (s *Snapshot) AddFleet(f *fleet.File, c *catalog.Catalog, driver string) (map[string]bool, error) {
+	nodes, err := f.Nodes(c)
+	if err != nil {
+		return nil, err
+	}
+	added := map[string]bool{}
+	for _, n := range nodes {
+		for _, existing := range s.Nodes {
+			if existing.Name == n.Name {
+				return nil, fmt.Errorf("what-if node %s exists in the cluster already; rename the pool", n.Name)
+			}
+		}
+		s.Nodes = append(s.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}})
+		for i, sl := range n.Slices.Slices {
+			s.Slices = append(s.Slices, &resourceapi.ResourceSlice{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", n.Name, i)},
+				Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(n.Name), Devices: sl.Devices, SharedCounters: sl.SharedCounters,
+					Pool: resourceapi.ResourcePool{Name: n.Name, Generation: 1, ResourceSliceCount: int64(len(n.Slices.Slices))}},
+			})
+		}
+		added[n.Name] = true
+	}
+	return added, nil
+}
