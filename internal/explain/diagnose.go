@@ -93,35 +93,41 @@ func (st *state) counterSets(driver, pool string) map[string]resourceapi.Counter
 	return st.counters[driver+"/"+pool]
 }
 
-// devicesOn lists the devices a node can use.
+// devicesOn lists the devices a node can use (cached per node).
 func (st *state) devicesOn(node *corev1.Node) []nodeDevice {
+	if ds, ok := st.onNode[node.Name]; ok {
+		return ds
+	}
 	var out []nodeDevice
-	for _, s := range st.slices {
-		nodeName := ""
-		if s.Spec.NodeName != nil {
-			nodeName = *s.Spec.NodeName
-		}
-		perDevice := s.Spec.PerDeviceNodeSelection != nil && *s.Spec.PerDeviceNodeSelection
-		if !perDevice {
-			ok, err := structured.NodeMatches(features, node, nodeName, s.Spec.AllNodes != nil && *s.Spec.AllNodes, s.Spec.NodeSelector)
-			if err != nil || !ok {
-				continue
+	for _, group := range [][]*resourceapi.ResourceSlice{st.byNode[node.Name], st.others} {
+		for _, s := range group {
+			nodeName := ""
+			if s.Spec.NodeName != nil {
+				nodeName = *s.Spec.NodeName
 			}
-		}
-		for i := range s.Spec.Devices {
-			d := &s.Spec.Devices[i]
-			if perDevice {
-				dn := ""
-				if d.NodeName != nil {
-					dn = *d.NodeName
-				}
-				if ok, err := structured.NodeMatches(features, node, dn, d.AllNodes != nil && *d.AllNodes, d.NodeSelector); err != nil || !ok {
+			perDevice := s.Spec.PerDeviceNodeSelection != nil && *s.Spec.PerDeviceNodeSelection
+			if !perDevice && nodeName == "" {
+				ok, err := structured.NodeMatches(features, node, nodeName, s.Spec.AllNodes != nil && *s.Spec.AllNodes, s.Spec.NodeSelector)
+				if err != nil || !ok {
 					continue
 				}
 			}
-			out = append(out, nodeDevice{driver: s.Spec.Driver, pool: s.Spec.Pool.Name, dev: d, counters: st.counterSets(s.Spec.Driver, s.Spec.Pool.Name)})
+			for i := range s.Spec.Devices {
+				d := &s.Spec.Devices[i]
+				if perDevice {
+					dn := ""
+					if d.NodeName != nil {
+						dn = *d.NodeName
+					}
+					if ok, err := structured.NodeMatches(features, node, dn, d.AllNodes != nil && *d.AllNodes, d.NodeSelector); err != nil || !ok {
+						continue
+					}
+				}
+				out = append(out, nodeDevice{driver: s.Spec.Driver, pool: s.Spec.Pool.Name, dev: d, counters: st.counterSets(s.Spec.Driver, s.Spec.Pool.Name)})
+			}
 		}
 	}
+	st.onNode[node.Name] = out
 	return out
 }
 

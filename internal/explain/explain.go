@@ -101,8 +101,10 @@ func explain(ctx context.Context, s *Snapshot, subject string, claims []*resourc
 	for _, n := range st.nodesSorted() {
 		if pod != nil {
 			if why := podExcludes(pod, n); why != "" {
-				if len(st.devicesOn(n)) > 0 {
-					rep.NodeProblems = append(rep.NodeProblems, NodeProblem{Node: n.Name, Reason: why})
+				// Worth saying only where the node has devices the claims could use.
+				if k := st.candidatesOn(ctx, claims, n); k > 0 {
+					rep.NodeProblems = append(rep.NodeProblems, NodeProblem{Node: n.Name,
+						Reason: fmt.Sprintf("%s, though it has %d candidate device(s)", why, k)})
 				}
 				continue
 			}
@@ -256,4 +258,25 @@ func attributeSpread(st *state, rep *Report, claim, node, attr string) string {
 		parts[i] = fmt.Sprintf("%s x%d", k, counts[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// candidatesOn counts the devices of node n that could serve some request
+// of the claims.
+func (st *state) candidatesOn(ctx context.Context, claims []*resourceapi.ResourceClaim, n *corev1.Node) int {
+	devs := st.devicesOn(n)
+	k := 0
+	for _, nd := range devs {
+	next:
+		for _, c := range claims {
+			for _, alts := range requestsOf(c) {
+				for _, rs := range alts {
+					if st.judge(ctx, rs, nd).Kind == KindCandidate {
+						k++
+						break next
+					}
+				}
+			}
+		}
+	}
+	return k
 }

@@ -14,8 +14,13 @@ import (
 // devices it would open up.
 func fixes(ctx context.Context, st *state, claims []*resourceapi.ResourceClaim, rep *Report) []string {
 	var out []string
-	for _, p := range rep.NodeProblems {
-		out = append(out, fmt.Sprintf("the pod cannot use node %s (%s); change the pod's node selection or tolerations if its devices should serve", p.Node, p.Reason))
+	if len(rep.NodeProblems) > 0 {
+		var names []string
+		for _, p := range rep.NodeProblems {
+			names = append(names, p.Node+" ("+p.Reason+")")
+		}
+		out = append(out, fmt.Sprintf("the pod's node selection or tolerations exclude %d node(s) with candidate devices: %s; widen them",
+			len(names), shortList(names, 3)))
 	}
 	for _, rr := range rep.Requests {
 		best, bestNode := 0, ""
@@ -55,9 +60,15 @@ func fixes(ctx context.Context, st *state, claims []*resourceapi.ResourceClaim, 
 		// A condition that alone rules out devices which are otherwise free.
 		spec := findSpec(claims, rr)
 		for _, cond := range sortedKeys(conds) {
-			freed := 0
+			// Trying a bounded number is enough to say the change would help.
+			const tryAtMost = 64
+			freed, tried := 0, 0
 			var example DeviceVerdict
 			for _, v := range conds[cond] {
+				if tried == tryAtMost {
+					break
+				}
+				tried++
 				if st.wouldServe(ctx, spec, v.Device, cond) {
 					if freed == 0 {
 						example = v
@@ -66,8 +77,12 @@ func fixes(ctx context.Context, st *state, claims []*resourceapi.ResourceClaim, 
 				}
 			}
 			if freed > 0 {
-				out = append(out, fmt.Sprintf("%s: relax `%s`; %d otherwise free device(s) fail only that, e.g. %s (%s)",
-					label, cond, freed, example.Device, strings.TrimPrefix(example.Reason, "request "+rr.Request+": ")))
+				atLeast := ""
+				if tried < len(conds[cond]) {
+					atLeast = "at least "
+				}
+				out = append(out, fmt.Sprintf("%s: relax `%s`; %s%d otherwise free device(s) fail only that, e.g. %s (%s)",
+					label, cond, atLeast, freed, example.Device, strings.TrimPrefix(example.Reason, "request "+rr.Request+": ")))
 			}
 		}
 		if !rr.All && best > 0 && int64(best) < rr.Count {

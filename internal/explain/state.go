@@ -35,6 +35,10 @@ type state struct {
 	holders map[structured.DeviceID][]holder
 	index   map[structured.DeviceID]*resourceapi.Device
 	byName  map[string]structured.DeviceID // "pool/device"
+	// byNode holds node-local slices by node; others need node matching.
+	byNode map[string][]*resourceapi.ResourceSlice
+	others []*resourceapi.ResourceSlice
+	onNode map[string][]nodeDevice
 	// counters are the pools' counter sets, by driver/pool and set name.
 	counters map[string]map[string]resourceapi.CounterSet
 	cel      *cel.Cache
@@ -49,8 +53,15 @@ func newState(s *Snapshot, skip map[types.UID]bool) *state {
 	st.slices = applyTaintRules(s.Slices, s.TaintRules)
 	st.index = map[structured.DeviceID]*resourceapi.Device{}
 	st.byName = map[string]structured.DeviceID{}
+	st.byNode = map[string][]*resourceapi.ResourceSlice{}
+	st.onNode = map[string][]nodeDevice{}
 	st.counters = map[string]map[string]resourceapi.CounterSet{}
 	for _, sl := range st.slices {
+		if sl.Spec.NodeName != nil && *sl.Spec.NodeName != "" {
+			st.byNode[*sl.Spec.NodeName] = append(st.byNode[*sl.Spec.NodeName], sl)
+		} else {
+			st.others = append(st.others, sl)
+		}
 		for _, cs := range sl.Spec.SharedCounters {
 			k := sl.Spec.Driver + "/" + sl.Spec.Pool.Name
 			if st.counters[k] == nil {
