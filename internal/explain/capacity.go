@@ -38,6 +38,7 @@ type NodeCount struct {
 // nodeSelector restricts the nodes (a pod template's selector).
 func Capacity(ctx context.Context, s *Snapshot, name string, spec resourceapi.ResourceClaimSpec, nodeSelector map[string]string, limit int, whatIf map[string]bool) (*CapacityReport, error) {
 	rep := &CapacityReport{Template: name}
+	spec = withDefaults(spec)
 	snap := *s
 	snap.Claims = append([]*resourceapi.ResourceClaim(nil), s.Claims...)
 	st := newState(&snap, nil)

@@ -88,6 +88,11 @@ func ExplainPod(ctx context.Context, s *Snapshot, ns, name string) (*Report, err
 
 func explain(ctx context.Context, s *Snapshot, subject string, claims []*resourceapi.ResourceClaim, pod *corev1.Pod) (*Report, error) {
 	rep := &Report{Subject: subject}
+	for i, c := range claims {
+		c = c.DeepCopy()
+		c.Spec = withDefaults(c.Spec)
+		claims[i] = c
+	}
 	skip := map[types.UID]bool{}
 	for _, c := range claims {
 		rep.Claims = append(rep.Claims, c.Namespace+"/"+c.Name)

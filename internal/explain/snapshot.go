@@ -194,3 +194,30 @@ func (s *Snapshot) PodClaims(p *corev1.Pod) ([]*resourceapi.ResourceClaim, error
 	}
 	return out, nil
 }
+
+// withDefaults fills in what the API server defaults on create, for specs
+// read from files: allocation mode ExactCount with count 1.
+func withDefaults(spec resourceapi.ResourceClaimSpec) resourceapi.ResourceClaimSpec {
+	spec = *spec.DeepCopy()
+	for i := range spec.Devices.Requests {
+		r := &spec.Devices.Requests[i]
+		if e := r.Exactly; e != nil {
+			if e.AllocationMode == "" {
+				e.AllocationMode = resourceapi.DeviceAllocationModeExactCount
+			}
+			if e.AllocationMode == resourceapi.DeviceAllocationModeExactCount && e.Count == 0 {
+				e.Count = 1
+			}
+		}
+		for j := range r.FirstAvailable {
+			s := &r.FirstAvailable[j]
+			if s.AllocationMode == "" {
+				s.AllocationMode = resourceapi.DeviceAllocationModeExactCount
+			}
+			if s.AllocationMode == resourceapi.DeviceAllocationModeExactCount && s.Count == 0 {
+				s.Count = 1
+			}
+		}
+	}
+	return spec
+}
