@@ -199,24 +199,21 @@ func (s *Snapshot) PodClaims(p *corev1.Pod) ([]*resourceapi.ResourceClaim, error
 // read from files: allocation mode ExactCount with count 1.
 func withDefaults(spec resourceapi.ResourceClaimSpec) resourceapi.ResourceClaimSpec {
 	spec = *spec.DeepCopy()
+	def := func(mode *resourceapi.DeviceAllocationMode, count *int64) {
+		if *mode == "" {
+			*mode = resourceapi.DeviceAllocationModeExactCount
+		}
+		if *mode == resourceapi.DeviceAllocationModeExactCount && *count == 0 {
+			*count = 1
+		}
+	}
 	for i := range spec.Devices.Requests {
 		r := &spec.Devices.Requests[i]
 		if e := r.Exactly; e != nil {
-			if e.AllocationMode == "" {
-				e.AllocationMode = resourceapi.DeviceAllocationModeExactCount
-			}
-			if e.AllocationMode == resourceapi.DeviceAllocationModeExactCount && e.Count == 0 {
-				e.Count = 1
-			}
+			def(&e.AllocationMode, &e.Count)
 		}
 		for j := range r.FirstAvailable {
-			s := &r.FirstAvailable[j]
-			if s.AllocationMode == "" {
-				s.AllocationMode = resourceapi.DeviceAllocationModeExactCount
-			}
-			if s.AllocationMode == resourceapi.DeviceAllocationModeExactCount && s.Count == 0 {
-				s.Count = 1
-			}
+			def(&r.FirstAvailable[j].AllocationMode, &r.FirstAvailable[j].Count)
 		}
 	}
 	return spec
