@@ -137,6 +137,16 @@ func New(cfg Config, cost Cost, sink Sink) (*Engine, error) {
 	return &Engine{cfg: cfg, cost: cost, sink: sink, ctxC: cost.DecodeCtxCost()}, nil
 }
 
+// Generated is how many output tokens r has so far: the tokens it had when
+// it joined decoding plus one per decode step since, or what it had before
+// it (re)entered the queue. Real-time callers stream by it.
+func (e *Engine) Generated(r *Request) int {
+	if i := r.heapIndex; i >= 0 && i < len(e.decoding) && e.decoding[i] == r {
+		return min(r.OSL, r.generated+int(e.decodeStep-r.stepAtJoin))
+	}
+	return r.generated
+}
+
 // Role returns the engine's role.
 func (e *Engine) Role() Role { return e.cfg.Role }
 

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/gpuplane/gpuplane/internal/emulate"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+)
+
+func newEmulateCmd(g *globals) *cobra.Command {
+	q := estimate.Defaults()
+	var cfg emulate.Config
+	var host string
+	var port int
+	cmd := &cobra.Command{
+		Use:   "emulate",
+		Short: "An OpenAI-compatible inference worker without a GPU, timed by the performance model in real time",
+		Long: `Serves one model on one virtual device like vLLM would: /v1/completions and /v1/chat/completions
+(streaming or not), /v1/models, /health and vLLM's /metrics. Each request goes through the simulator's
+engine loop run against the wall clock (continuous batching, chunked prefill, KV-cache admission,
+queueing), so TTFT, inter-token latency and throughput are what the performance model predicts for
+the device. Tokens are counted as one per four characters; without ignore_eos a response ends
+between half of max_tokens and max_tokens, the same for the same prompt.
+
+  gpuplane emulate --model Qwen/Qwen3-32B-FP8 --gpu h100_sxm --port 8000
+  gpuplane emulate --model Qwen/Qwen3-8B --gpu a10 --slice 1/2 --role decode`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, err := g.env()
+			if err != nil {
+				return err
+			}
+			cfg.Query = q
+			reg := prometheus.NewRegistry()
+			srv, err := emulate.New(env, cfg, reg, time.Now)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+			if err != nil {
+				return fmt.Errorf("--host/--port: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go srv.RT.Run(ctx)
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				<-ctx.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = hs.Shutdown(sctx)
+			}()
+			g.log.Info("emulated worker serving", "addr", ln.Addr().String(), "model", srv.Model, "role", cfg.Role,
+				"maxModelLen", srv.MaxModelLen, "kvTokens", srv.RT.KVTokens())
+			fmt.Fprintf(g.stderr, "serving %s on http://%s (role %s, KV cache %d tokens)\n", srv.Model, ln.Addr(), roleName(cfg.Role), srv.RT.KVTokens())
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&q.Model, "model", q.Model, "model name or Hugging Face id")
+	f.StringVar(&q.GPU, "gpu", q.GPU, "GPU (catalog name)")
+	f.StringVar(&q.Slice, "slice", "", "MIG profile or vGPU fraction of the GPU")
+	f.StringVar(&q.Precision, "precision", q.Precision, "weight precision")
+	f.StringVar(&q.Backend, "backend", q.Backend, "engine whose overheads to model: vllm, sglang, trtllm")
+	f.IntVar(&q.TP, "tp", 1, "tensor parallelism")
+	f.StringVar(&cfg.Role, "role", "agg", "agg, prefill or decode")
+	f.StringVar(&cfg.ServedName, "served-model-name", "", "model name clients send (default: --model)")
+	f.IntVar(&cfg.MaxModelLen, "max-model-len", 0, "longest prompt + output in tokens (default: the model's context length, or the KV cache's capacity when smaller)")
+	f.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", 256, "max_tokens of chat requests that give none")
+	f.StringVar(&host, "host", "127.0.0.1", "address to listen on")
+	f.IntVar(&port, "port", 8000, "port to listen on (0: any free port)")
+	return cmd
+}
+
+func roleName(r string) string {
+	if r == "" {
+		return "agg"
+	}
+	return r
+}

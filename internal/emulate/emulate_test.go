@@ -1,0 +1,213 @@
+package emulate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+func env(t testing.TB) estimate.Env {
+	t.Helper()
+	p, err := perf.DefaultParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return estimate.Env{Catalog: catalog.MustDefault(), Params: p}
+}
+
+func query() estimate.Query {
+	q := estimate.Defaults()
+	q.Model, q.GPU, q.Precision, q.Backend, q.TP = "Qwen/Qwen3-8B", "h100_sxm", "fp8", "vllm", 1
+	return q
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// TestRealtimeTokens drives the engine on a fake clock: tokens come one per
+// iteration after the first, requests finish with exactly their length, a
+// prefill worker hands over after one token.
+func TestRealtimeTokens(t *testing.T) {
+	for _, role := range []string{"agg", "prefill", "decode"} {
+		clk := &fakeClock{t: time.Unix(0, 0)}
+		srv, err := New(env(t), Config{Query: query(), Role: role}, prometheus.NewRegistry(), clk.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := srv.RT.Submit(2000, 50, "length")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen []int
+		for range 10000 {
+			clk.add(time.Millisecond)
+			srv.RT.advance()
+			done := false
+			for !done {
+				select {
+				case n, ok := <-ch:
+					if !ok {
+						done = true
+						break
+					}
+					seen = append(seen, n)
+				default:
+					done = true
+				}
+			}
+			if len(seen) > 0 && (seen[len(seen)-1] == 50 || role == "prefill" && seen[len(seen)-1] == 1) {
+				break
+			}
+		}
+		want := 50
+		if role == "prefill" {
+			want = 1
+		}
+		if len(seen) == 0 || seen[len(seen)-1] != want {
+			t.Fatalf("%s: tokens %v, want to end at %d", role, seen, want)
+		}
+		for i := 1; i < len(seen); i++ {
+			if seen[i] != seen[i-1]+1 {
+				t.Errorf("%s: tokens jump %d -> %d: one per iteration expected", role, seen[i-1], seen[i])
+			}
+		}
+	}
+}
+
+func serve(t *testing.T) (*httptest.Server, *Server) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	srv, err := New(env(t), Config{Query: query(), ServedName: "qwen3-8b", MaxModelLen: 8192}, reg, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go srv.RT.Run(ctx)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); cancel() })
+	return ts, srv
+}
+
+func post(t *testing.T, url, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+func TestOpenAIAPI(t *testing.T) {
+	ts, _ := serve(t)
+	resp, body := post(t, ts.URL+"/v1/completions", `{"model":"qwen3-8b","prompt":"`+strings.Repeat("abcd", 100)+`","max_tokens":20,"ignore_eos":true}`)
+	var out struct {
+		Choices []struct {
+			Text         string `json:"text"`
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || out.Usage.CompletionTokens != 20 || len(out.Choices[0].Text) != 80 || out.Choices[0].FinishReason != "length" {
+		t.Errorf("completion %d: %s", resp.StatusCode, body)
+	}
+	if out.Usage.PromptTokens != 100 {
+		t.Errorf("prompt tokens %d, want 100 (400 characters)", out.Usage.PromptTokens)
+	}
+
+	// Streaming chat: a role in the first delta, one chunk per iteration, usage, [DONE].
+	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(
+		`{"model":"qwen3-8b","messages":[{"role":"user","content":"hello there"}],"max_tokens":8,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var events []string
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, "data: ") {
+			events = append(events, strings.TrimPrefix(l, "data: "))
+		}
+	}
+	resp.Body.Close()
+	if len(events) < 4 || events[len(events)-1] != "[DONE]" || !strings.Contains(events[0], `"role":"assistant"`) ||
+		!strings.Contains(events[len(events)-2], `"completion_tokens":8`) || !strings.Contains(events[len(events)-3], `"finish_reason":"length"`) {
+		t.Errorf("stream events:\n%s", strings.Join(events, "\n"))
+	}
+
+	for _, tc := range []struct {
+		path, body string
+		code       int
+		want       string
+	}{
+		{"/v1/completions", `{"model":`, 400, "invalid JSON"},
+		{"/v1/completions", `{"model":"gpt-4","prompt":"x"}`, 404, "does not exist"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"` + strings.Repeat("x", 40000) + `","max_tokens":10}`, 400, "maximum context length is 8192 tokens"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":0}`, 400, "max_tokens must be at least 1"},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[]}`, 400, "messages: required"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":["a","b"]}`, 400, "2 prompts"},
+	} {
+		resp, body := post(t, ts.URL+tc.path, tc.body)
+		if resp.StatusCode != tc.code || !strings.Contains(body, tc.want) || !strings.Contains(body, `"error"`) {
+			t.Errorf("%s %.40s: %d %s, want %d with %q", tc.path, tc.body, resp.StatusCode, body, tc.code, tc.want)
+		}
+	}
+
+	r, _ := http.Get(ts.URL + "/v1/models")
+	b, _ := io.ReadAll(r.Body)
+	if !strings.Contains(string(b), `"id":"qwen3-8b"`) || !strings.Contains(string(b), `"max_model_len":8192`) {
+		t.Errorf("models: %s", b)
+	}
+	r, _ = http.Get(ts.URL + "/metrics")
+	b, _ = io.ReadAll(r.Body)
+	for _, want := range []string{`vllm:request_success_total{engine="0",finished_reason="length",model_name="qwen3-8b"} 2`,
+		`vllm:generation_tokens_total{engine="0",model_name="qwen3-8b"} 28`, "vllm:time_to_first_token_seconds_bucket",
+		"vllm:inter_token_latency_seconds_count", "vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:e2e_request_latency_seconds_sum"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	for in, want := range map[string]int{"": 1, "abc": 1, "abcd": 1, "abcde": 2, "héllo wörld": 3} {
+		if got := Tokens(in); got != want {
+			t.Errorf("Tokens(%q) = %d, want %d", in, got, want)
+		}
+	}
+	if n := outputTokens("p", 100, true); n != 100 {
+		t.Errorf("ignore_eos: %d", n)
+	}
+	a, b := outputTokens("same prompt", 100, false), outputTokens("same prompt", 100, false)
+	if a != b || a < 50 || a > 100 {
+		t.Errorf("eos length %d %d, want equal and in [50, 100]", a, b)
+	}
+}

@@ -1,0 +1,196 @@
+// Package emulate is an inference worker without a GPU: an OpenAI-compatible
+// server whose token timing comes from the simulator's engine loop (the
+// performance model, continuous batching, chunked prefill, KV capacity,
+// queueing) run in real time, with vLLM's metrics.
+package emulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gpuplane/gpuplane/internal/engine"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// Clock gives wall time; the server passes time.Now, tests a fake.
+type Clock func() time.Time
+
+// job is one request in the engine: tokens tells the HTTP side how many
+// output tokens exist so far; it is closed when the request finishes.
+type job struct {
+	req      engine.Request
+	tokens   chan int
+	produced int
+	last     float64 // time of the last token
+	reason   string
+}
+
+// Realtime runs one engine against the wall clock: each iteration ends when
+// the performance model says it does, and every running request gets its
+// token then.
+type Realtime struct {
+	clock Clock
+	start time.Time
+
+	mu       sync.Mutex
+	eng      *engine.Engine
+	role     engine.Role
+	jobs     map[int64]*job
+	nextID   int64
+	wake     chan struct{}
+	obs      Observer
+	capacity int
+}
+
+// Observer receives request events (metrics).
+type Observer interface {
+	FirstToken(isl int, ttft time.Duration)
+	Token(itl time.Duration)
+	Finished(isl, osl int, e2e time.Duration, reason string)
+}
+
+// NewRealtime builds the engine for worker w in role.
+func NewRealtime(w *perf.Worker, role engine.Role, clock Clock, obs Observer) (*Realtime, error) {
+	cfg, mem := w.Config(), w.Memory()
+	rt := &Realtime{clock: clock, start: clock(), role: role, jobs: map[int64]*job{}, wake: make(chan struct{}, 1), obs: obs,
+		capacity: mem.KVTokens}
+	// Every iteration is an event: streaming needs each token's time.
+	eng, err := engine.New(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
+		KVTokens: mem.KVTokens, NoFastForward: true}, w, (*sink)(rt))
+	if err != nil {
+		return nil, err
+	}
+	rt.eng = eng
+	return rt, nil
+}
+
+func (rt *Realtime) now() float64 { return rt.clock().Sub(rt.start).Seconds() }
+
+// ErrTooLong is returned for a request the KV cache can never hold.
+var ErrTooLong = errors.New("request exceeds the KV cache")
+
+// Submit queues a request of isl prompt and osl output tokens. The channel
+// delivers the running count of output tokens and closes at the end.
+// reason is the finish reason the metrics record ("length" or "stop").
+func (rt *Realtime) Submit(isl, osl int, reason string) (<-chan int, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if !rt.eng.Fits(isl, osl) {
+		return nil, fmt.Errorf("%w: %d prompt + %d output tokens, the cache holds %d", ErrTooLong, isl, osl, rt.KVTokens())
+	}
+	rt.nextID++
+	j := &job{req: engine.Request{ID: rt.nextID, ISL: isl, OSL: osl}, tokens: make(chan int, osl+1), reason: reason}
+	rt.jobs[j.req.ID] = j
+	if err := rt.eng.Submit(&j.req, rt.now()); err != nil {
+		delete(rt.jobs, j.req.ID)
+		return nil, err
+	}
+	select {
+	case rt.wake <- struct{}{}:
+	default:
+	}
+	return j.tokens, nil
+}
+
+// KVTokens is the engine's KV-cache capacity.
+func (rt *Realtime) KVTokens() int { return rt.capacity }
+
+// Stats is the engine's state for the metrics.
+func (rt *Realtime) Stats() (running, waiting int, kv float64) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.eng.Running(), rt.eng.Waiting(), rt.eng.KVUsed()
+}
+
+// Run advances the engine in real time until ctx ends.
+func (rt *Realtime) Run(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := rt.advance()
+		wait := time.Hour
+		if next < 1e300 {
+			wait = time.Duration((next - rt.now()) * float64(time.Second))
+		}
+		timer.Reset(max(wait, 0))
+		select {
+		case <-ctx.Done():
+			return
+		case <-rt.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// advance completes every iteration that has ended by now and returns
+// when the next one ends (simulated seconds since start).
+func (rt *Realtime) advance() float64 {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for t := rt.eng.NextEvent(); t <= rt.now(); t = rt.eng.NextEvent() {
+		rt.eng.Advance()
+		rt.tick(t)
+	}
+	return rt.eng.NextEvent()
+}
+
+// tick hands the requests the tokens the iteration that ended at t
+// produced: each engine iteration yields one token per decoding sequence.
+func (rt *Realtime) tick(t float64) {
+	for _, j := range rt.jobs {
+		g := rt.eng.Generated(&j.req)
+		if g <= j.produced {
+			continue
+		}
+		if j.produced == 0 && rt.obs != nil {
+			rt.obs.FirstToken(j.req.ISL, secs(t-j.req.Arrival))
+		} else if rt.obs != nil {
+			itl := secs((t - j.last) / float64(g-j.produced))
+			for range g - j.produced {
+				rt.obs.Token(itl)
+			}
+		}
+		j.produced, j.last = g, t
+		j.tokens <- g
+	}
+}
+
+// sink receives the engine's events under rt.mu.
+type sink Realtime
+
+// FirstToken needs nothing: tick sees the token through Generated.
+func (s *sink) FirstToken(*engine.Request, float64) {}
+
+func (s *sink) Finished(r *engine.Request, t float64) {
+	rt := (*Realtime)(s)
+	j := rt.jobs[r.ID]
+	if j == nil {
+		return
+	}
+	delete(rt.jobs, r.ID)
+	final := r.OSL
+	if rt.role == engine.Prefill {
+		final = 1
+	}
+	if j.produced == 0 && rt.obs != nil {
+		rt.obs.FirstToken(r.ISL, secs(t-r.Arrival))
+	}
+	if j.produced < final {
+		if j.produced > 0 && rt.obs != nil {
+			itl := secs((t - j.last) / float64(final-j.produced))
+			for range final - j.produced {
+				rt.obs.Token(itl)
+			}
+		}
+		j.tokens <- final
+	}
+	close(j.tokens)
+	if rt.obs != nil {
+		rt.obs.Finished(r.ISL, final, secs(t-r.Arrival), j.reason)
+	}
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,0 +1,272 @@
+package emulate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Server is the OpenAI-compatible HTTP face of one emulated worker.
+type Server struct {
+	Model       string
+	MaxModelLen int
+	// DefaultMaxTokens applies to chat requests without max_tokens (completions default to 16, as OpenAI's).
+	DefaultMaxTokens int
+	RT               *Realtime
+	Registry         *prometheus.Registry
+	Clock            Clock
+	ids              atomic.Int64
+}
+
+// Handler serves /v1/completions, /v1/chat/completions, /v1/models, /health and /metrics.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) })
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) })
+	mux.HandleFunc("GET /v1/models", s.models)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		apiError(w, http.StatusNotFound, "not_found_error", "", fmt.Sprintf("%s %s: no such endpoint; the emulator serves POST /v1/completions, POST /v1/chat/completions, GET /v1/models, /health, /metrics", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+type completionRequest struct {
+	Model               string          `json:"model"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Messages            []message       `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	IgnoreEOS bool `json:"ignore_eos"`
+}
+
+// apiError writes OpenAI's error body.
+func apiError(w http.ResponseWriter, code int, typ, param, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	body := map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nullable(param), "code": code}}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{{
+		"id": s.Model, "object": "model", "created": s.Clock().Unix(), "owned_by": "gpuplane", "max_model_len": s.MaxModelLen}}})
+}
+
+// promptText reads a completion prompt: a string or an array of one string.
+func promptText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 {
+		return "", errors.New("prompt: required")
+	}
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		return one, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return "", errors.New("prompt: want a string or an array of one string")
+	}
+	if len(many) != 1 {
+		return "", fmt.Errorf("prompt: %d prompts in one request; the emulator takes one, send one request per prompt", len(many))
+	}
+	return many[0], nil
+}
+
+func chatText(msgs []message) (string, error) {
+	if len(msgs) == 0 {
+		return "", errors.New("messages: required, at least one message")
+	}
+	var b strings.Builder
+	for i, m := range msgs {
+		switch c := m.Content.(type) {
+		case string:
+			b.WriteString(c)
+		case []any:
+			for _, part := range c {
+				if p, ok := part.(map[string]any); ok {
+					if t, ok := p["text"].(string); ok {
+						b.WriteString(t)
+					}
+				}
+			}
+		default:
+			return "", fmt.Errorf("messages[%d].content: want a string or an array of parts", i)
+		}
+		b.WriteString("\n")
+	}
+	return b.String(), nil
+}
+
+func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
+	var req completionRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
+	if err := dec.Decode(&req); err != nil {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "invalid JSON body: "+err.Error())
+		return
+	}
+	if req.Model != s.Model {
+		apiError(w, http.StatusNotFound, "invalid_request_error", "model", fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", req.Model, s.Model))
+		return
+	}
+	var text string
+	var err error
+	if chat {
+		text, err = chatText(req.Messages)
+	} else {
+		text, err = promptText(req.Prompt)
+	}
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", strings.SplitN(err.Error(), ":", 2)[0], err.Error())
+		return
+	}
+	maxTokens := 16
+	if chat {
+		maxTokens = s.DefaultMaxTokens
+	}
+	if req.MaxCompletionTokens != nil {
+		maxTokens = *req.MaxCompletionTokens
+	}
+	if req.MaxTokens != nil {
+		maxTokens = *req.MaxTokens
+	}
+	if maxTokens < 1 {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens", fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTokens))
+		return
+	}
+	isl := Tokens(text)
+	if isl+maxTokens > s.MaxModelLen {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens", fmt.Sprintf(
+			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			s.MaxModelLen, isl+maxTokens, isl, maxTokens))
+		return
+	}
+	osl := outputTokens(text, maxTokens, req.IgnoreEOS)
+	reason := "length"
+	if osl < maxTokens {
+		reason = "stop"
+	}
+	tokens, err := s.RT.Submit(isl, osl, reason)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+		return
+	}
+	id := fmt.Sprintf("cmpl-%d", s.ids.Add(1))
+	if chat {
+		id = "chat" + id
+	}
+	if !req.Stream {
+		n := 0
+		for n = range tokens {
+		}
+		s.writeFull(w, id, chat, isl, n, reason)
+		return
+	}
+	s.stream(w, r, id, chat, isl, tokens, reason, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+}
+
+func (s *Server) writeFull(w http.ResponseWriter, id string, chat bool, isl, n int, reason string) {
+	text := outputText(0, n)
+	usage := map[string]int{"prompt_tokens": isl, "completion_tokens": n, "total_tokens": isl + n}
+	body := map[string]any{"id": id, "created": s.Clock().Unix(), "model": s.Model, "usage": usage}
+	if chat {
+		body["object"] = "chat.completion"
+		body["choices"] = []map[string]any{{"index": 0, "message": map[string]string{"role": "assistant", "content": text}, "finish_reason": reason}}
+	} else {
+		body["object"] = "text_completion"
+		body["choices"] = []map[string]any{{"index": 0, "text": text, "finish_reason": reason}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func outputText(from, to int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		b.WriteString(tokenText(i))
+	}
+	return b.String()
+}
+
+// stream writes server-sent events as the engine produces tokens: one
+// chunk per iteration with the tokens it made, the last with the finish
+// reason, usage if asked, then [DONE].
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, chat bool, isl int, tokens <-chan int, reason string, usage bool) {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	created := s.Clock().Unix()
+	object := "text_completion"
+	if chat {
+		object = "chat.completion.chunk"
+	}
+	send := func(choice map[string]any, u map[string]int) {
+		body := map[string]any{"id": id, "object": object, "created": created, "model": s.Model, "choices": []map[string]any{}}
+		if choice != nil {
+			body["choices"] = []map[string]any{choice}
+		}
+		if u != nil {
+			body["usage"] = u
+		}
+		b, _ := json.Marshal(body)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	sent := 0
+	for n := range tokens {
+		if r.Context().Err() != nil {
+			continue // the client left; drain so the engine's accounting stays whole
+		}
+		piece := outputText(sent, n)
+		sent = n
+		if chat {
+			delta := map[string]string{"content": piece}
+			if sent == n && n <= 1 {
+				delta["role"] = "assistant"
+			}
+			send(map[string]any{"index": 0, "delta": delta, "finish_reason": nil}, nil)
+		} else {
+			send(map[string]any{"index": 0, "text": piece, "finish_reason": nil}, nil)
+		}
+	}
+	if r.Context().Err() != nil {
+		return
+	}
+	if chat {
+		send(map[string]any{"index": 0, "delta": map[string]string{}, "finish_reason": reason}, nil)
+	} else {
+		send(map[string]any{"index": 0, "text": "", "finish_reason": reason}, nil)
+	}
+	if usage {
+		send(nil, map[string]int{"prompt_tokens": isl, "completion_tokens": sent, "total_tokens": isl + sent})
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
