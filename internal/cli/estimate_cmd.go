@@ -252,14 +252,20 @@ func answerLine(env estimate.Env, base estimate.Query, line []byte, n int) lineR
 	return lineResult{out: out}
 }
 
+// isTerminal reports whether w is a terminal (progress lines go only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
 // progress prints "label: done/total" on a terminal stderr while work that
 // has run for more than a second goes on; the returned func ends it.
 func progress(w io.Writer, label string, total int, done *atomic.Int64) func() {
-	f, ok := w.(*os.File)
-	if !ok {
-		return func() {}
-	}
-	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+	if !isTerminal(w) {
 		return func() {}
 	}
 	quit := make(chan struct{})
@@ -274,13 +280,13 @@ func progress(w io.Writer, label string, total int, done *atomic.Int64) func() {
 			select {
 			case <-quit:
 				if shown {
-					fmt.Fprintf(f, "\r%s: %d/%d done in %s\n", label, done.Load(), total, time.Since(start).Round(time.Millisecond))
+					fmt.Fprintf(w, "\r%s: %d/%d done in %s\n", label, done.Load(), total, time.Since(start).Round(time.Millisecond))
 				}
 				return
 			case <-tick.C:
 				if time.Since(start) > time.Second {
 					shown = true
-					fmt.Fprintf(f, "\r%s: %d/%d", label, done.Load(), total)
+					fmt.Fprintf(w, "\r%s: %d/%d", label, done.Load(), total)
 				}
 			}
 		}

@@ -1,0 +1,218 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
+
+// Options configure a run. Exactly one of Rate, Users or Source drives it.
+type Options struct {
+	URL, Model string
+	Chat       bool
+	// Rate in requests per second, open loop; Constant spaces them evenly
+	// instead of Poisson.
+	Rate     float64
+	Constant bool
+	// Users closed-loop users, each sending its next request when the last ends.
+	Users int
+	// Source replays arrivals (a trace); their sizes override ISL/OSL.
+	Source workload.Source
+	// ISL and OSL draw request sizes for Rate and Users.
+	ISL, OSL workload.Dist
+	// Duration and Requests bound the run (whichever comes first); in-flight
+	// requests then finish, each within RequestTimeout.
+	Duration       time.Duration
+	Requests       int
+	RequestTimeout time.Duration
+	// SLO for goodput: TTFT and mean time per output token.
+	SLOTTFT, SLOITL time.Duration
+	Seed            uint64
+	// Progress, if set, is called about once a second.
+	Progress func(Progress)
+	Client   *http.Client
+}
+
+// Progress is the live state of a run.
+type Progress struct {
+	Elapsed            time.Duration
+	Sent, Done, Failed int64
+	InFlight           int64
+	OutputTokensPerSec float64
+}
+
+// Run drives the load and returns every request's record and the summary.
+func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
+	if err := o.check(); err != nil {
+		return nil, nil, err
+	}
+	hc := o.Client
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, MaxConnsPerHost: 0}}
+	}
+	c := &client{http: hc, url: o.URL, model: o.Model, chat: o.Chat}
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	var mu sync.Mutex
+	var recs []Record
+	var sent, done, failed, outTok atomic.Int64
+	t0 := time.Now()
+	runCtx, stop := context.WithTimeout(ctx, o.Duration)
+	defer stop()
+	var wg sync.WaitGroup
+	launch := func(isl, osl int) {
+		mu.Lock()
+		text := prompt(isl, rng)
+		mu.Unlock()
+		sent.Add(1)
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
+			defer cancel()
+			r := c.do(rctx, t0, text, isl, osl)
+			if r.Error != "" {
+				failed.Add(1)
+			}
+			done.Add(1)
+			outTok.Add(int64(r.OutputTokens))
+			mu.Lock()
+			recs = append(recs, r)
+			mu.Unlock()
+		})
+	}
+	progressDone := make(chan struct{})
+	if o.Progress != nil {
+		go func() {
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-progressDone:
+					return
+				case <-tick.C:
+					el := time.Since(t0)
+					o.Progress(Progress{Elapsed: el, Sent: sent.Load(), Done: done.Load(), Failed: failed.Load(),
+						InFlight: sent.Load() - done.Load(), OutputTokensPerSec: float64(outTok.Load()) / el.Seconds()})
+				}
+			}
+		}()
+	}
+	budget := func() bool { return o.Requests == 0 || sent.Load() < int64(o.Requests) }
+	switch {
+	case o.Users > 0:
+		var users sync.WaitGroup
+		for u := range o.Users {
+			users.Go(func() {
+				urng := rand.New(rand.NewPCG(o.Seed+uint64(u)+1, 7))
+				for runCtx.Err() == nil && budget() {
+					isl, osl := o.ISL.Sample(urng), o.OSL.Sample(urng)
+					mu.Lock()
+					text := prompt(isl, rng)
+					mu.Unlock()
+					sent.Add(1)
+					rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
+					r := c.do(rctx, t0, text, isl, osl)
+					cancel()
+					if r.Error != "" {
+						failed.Add(1)
+					}
+					done.Add(1)
+					outTok.Add(int64(r.OutputTokens))
+					mu.Lock()
+					recs = append(recs, r)
+					mu.Unlock()
+				}
+			})
+		}
+		users.Wait()
+	default:
+		src := o.Source
+		if src == nil {
+			src = o.arrivals(rng)
+		}
+		for budget() {
+			a, ok, err := src.Next()
+			if err != nil {
+				stop()
+				wg.Wait()
+				close(progressDone)
+				return nil, nil, err
+			}
+			if !ok {
+				break
+			}
+			at := t0.Add(time.Duration(a.At * float64(time.Second)))
+			select {
+			case <-runCtx.Done():
+			case <-time.After(time.Until(at)):
+			}
+			if runCtx.Err() != nil {
+				break
+			}
+			launch(a.ISL, a.OSL)
+		}
+	}
+	wg.Wait()
+	close(progressDone)
+	return summarize(recs, time.Since(t0), o), recs, nil
+}
+
+func (o *Options) check() error {
+	modes := 0
+	if o.Rate > 0 {
+		modes++
+	}
+	if o.Users > 0 {
+		modes++
+	}
+	if o.Source != nil {
+		modes++
+	}
+	if modes != 1 {
+		return errors.New("choose one load: --rate R, --users N or --trace FILE")
+	}
+	if o.URL == "" || o.Model == "" {
+		return errors.New("--url and --model are required")
+	}
+	if o.Duration <= 0 {
+		return fmt.Errorf("--duration: %s, want > 0 (runs are bounded)", o.Duration)
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 10 * time.Minute
+	}
+	if o.Source == nil && (o.ISL == nil || o.OSL == nil) {
+		return errors.New("--isl and --osl are required with --rate or --users")
+	}
+	return nil
+}
+
+// arrivals is the open-loop source for Rate: Poisson or evenly spaced.
+func (o *Options) arrivals(rng *rand.Rand) workload.Source {
+	if o.Constant {
+		return &constant{rate: o.Rate, isl: o.ISL, osl: o.OSL, rng: rng, end: o.Duration.Seconds()}
+	}
+	p, _ := workload.NewPoisson(workload.Constant(o.Rate), o.ISL, o.OSL, o.Duration.Seconds(), rng)
+	return p
+}
+
+type constant struct {
+	rate     float64
+	isl, osl workload.Dist
+	rng      *rand.Rand
+	n        int
+	end      float64
+}
+
+func (c *constant) Next() (workload.Request, bool, error) {
+	at := float64(c.n) / c.rate
+	if at >= c.end {
+		return workload.Request{}, false, nil
+	}
+	c.n++
+	return workload.Request{At: at, ISL: c.isl.Sample(c.rng), OSL: c.osl.Sample(c.rng)}, true, nil
+}

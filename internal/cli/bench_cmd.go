@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuplane/gpuplane/internal/bench"
+	"github.com/gpuplane/gpuplane/internal/output"
+	"github.com/gpuplane/gpuplane/internal/report"
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
+
+func newBenchCmd(g *globals) *cobra.Command {
+	var o bench.Options
+	var arrival, trace, traceFormat, reportFile string
+	var isl, osl int
+	var speedup, sloTTFT, sloITL float64
+	var progress bool
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load an OpenAI-compatible server (vLLM, SGLang, the emulator) and measure TTFT, ITL, throughput and goodput",
+		Long: `Sends streaming completions at a rate (Poisson or constant), replays a trace (Azure CSV, Mooncake or
+gpuplane JSONL), or runs N closed-loop users, for a bounded time and request count, and measures each
+request as a user sees it: time to first token, the gaps between streamed tokens, end-to-end latency.
+Reports percentiles, throughput, SLO attainment and goodput; -o json for machines, --report for an
+HTML page. Prompts are random words of four characters a token (the emulator's rule).
+
+  gpuplane bench --url http://127.0.0.1:8000 --model Qwen/Qwen3-8B --rate 4 --isl 4000 --osl 500 --duration 60s
+  gpuplane bench --url $URL --model m --users 200 --isl 4000 --osl 500 --duration 2m --slo-ttft 500 --slo-itl 30
+  gpuplane bench --url $URL --model m --trace ../shared/traces/azure_conv_2023.csv --speedup 10 --duration 1m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			format, err := g.format()
+			if err != nil {
+				return err
+			}
+			switch arrival {
+			case "poisson":
+			case "constant":
+				o.Constant = true
+			default:
+				return fmt.Errorf("--arrival: %q, want poisson or constant", arrival)
+			}
+			if isl < 1 || osl < 1 {
+				return fmt.Errorf("--isl and --osl: want >= 1 tokens (got %d, %d)", isl, osl)
+			}
+			o.ISL, o.OSL = workload.Fixed{N: isl}, workload.Fixed{N: osl}
+			o.SLOTTFT = time.Duration(sloTTFT * float64(time.Millisecond))
+			o.SLOITL = time.Duration(sloITL * float64(time.Millisecond))
+			if trace != "" {
+				f, err := os.Open(trace)
+				if err != nil {
+					return fmt.Errorf("--trace: %w", err)
+				}
+				defer f.Close()
+				if o.Source, err = workload.NewReplay(f, traceFormat, workload.ReplayOptions{Speedup: speedup}); err != nil {
+					return fmt.Errorf("--trace %s: %w", trace, err)
+				}
+			}
+			if !cmd.Flags().Changed("progress") {
+				progress = isTerminal(g.stderr)
+			}
+			if progress {
+				o.Progress = func(p bench.Progress) {
+					fmt.Fprintf(g.stderr, "\r%5.0fs  sent %d  done %d  failed %d  in flight %d  %.0f tok/s   ",
+						p.Elapsed.Seconds(), p.Sent, p.Done, p.Failed, p.InFlight, p.OutputTokensPerSec)
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			s, _, err := bench.Run(ctx, o)
+			if progress {
+				fmt.Fprintln(g.stderr)
+			}
+			if err != nil {
+				return err
+			}
+			if reportFile != "" {
+				f, err := os.Create(reportFile)
+				if err != nil {
+					return fmt.Errorf("--report: %w", err)
+				}
+				if err := report.WriteBench(f, "gpuplane bench", s); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Close(); err != nil {
+					return err
+				}
+			}
+			if format != output.Table {
+				return output.Write(g.stdout, format, s)
+			}
+			return writeBenchText(g, s)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.URL, "url", "http://127.0.0.1:8000", "base URL of the OpenAI-compatible server")
+	f.StringVar(&o.Model, "model", "", "model name the server serves")
+	f.BoolVar(&o.Chat, "chat", false, "use /v1/chat/completions instead of /v1/completions")
+	f.Float64Var(&o.Rate, "rate", 0, "open-loop requests per second")
+	f.StringVar(&arrival, "arrival", "poisson", "poisson or constant spacing with --rate")
+	f.IntVar(&o.Users, "users", 0, "closed-loop users")
+	f.StringVar(&trace, "trace", "", "replay arrivals and sizes from a trace file")
+	f.StringVar(&traceFormat, "trace-format", workload.FormatAzure, "azure, mooncake or gpuplane")
+	f.Float64Var(&speedup, "speedup", 1, "trace time divided by this")
+	f.IntVar(&isl, "isl", 1000, "prompt tokens (rate and users)")
+	f.IntVar(&osl, "osl", 200, "output tokens, sent as max_tokens with ignore_eos")
+	f.DurationVar(&o.Duration, "duration", time.Minute, "stop sending after this long")
+	f.IntVar(&o.Requests, "requests", 0, "stop after this many requests (0: no limit)")
+	f.DurationVar(&o.RequestTimeout, "timeout", 10*time.Minute, "per-request limit")
+	f.Float64Var(&sloTTFT, "slo-ttft", 0, "TTFT SLO in ms for goodput (0: none)")
+	f.Float64Var(&sloITL, "slo-itl", 0, "time-per-output-token SLO in ms for goodput (0: none)")
+	f.Uint64Var(&o.Seed, "seed", 1, "random seed for arrivals and prompts")
+	f.StringVar(&reportFile, "report", "", "write an HTML report here")
+	f.BoolVar(&progress, "progress", false, "live progress line on stderr (default: on when stderr is a terminal)")
+	return cmd
+}
+
+func writeBenchText(g *globals, s *bench.Summary) error {
+	w := g.stdout
+	fmt.Fprintf(w, "%s load on %s (%s): %d requests in %.1f s, %d failed\n", s.Load, s.URL, s.Model, s.Requests, s.Duration, s.Failed)
+	for e, n := range s.Errors {
+		fmt.Fprintf(w, "  %dx %s\n", n, e)
+	}
+	fmt.Fprintf(w, "throughput      %.2f req/s, %.0f output tokens/s\n", s.RequestsPerSec, s.OutputTokensPerSec)
+	row := func(name string, p bench.Percentiles) {
+		fmt.Fprintf(w, "%-15s mean %8.1f  p50 %8.1f  p90 %8.1f  p99 %8.1f  max %8.1f ms\n", name, p.Mean, p.P50, p.P90, p.P99, p.Max)
+	}
+	row("TTFT", s.TTFT)
+	row("ITL", s.ITL)
+	row("TPOT", s.TPOT)
+	row("end to end", s.E2E)
+	fmt.Fprintf(w, "SLO attainment  %.1f%% (TTFT <= %.0f ms, TPOT <= %.0f ms), goodput %.2f req/s\n", 100*s.Attainment, s.SLOTTFTms, s.SLOITLms, s.Goodput)
+	return nil
+}
