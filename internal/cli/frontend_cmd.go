@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/gpuplane/gpuplane/internal/frontend"
+	"github.com/gpuplane/gpuplane/internal/kubeclient"
+)
+
+func newFrontendCmd(g *globals) *cobra.Command {
+	var workers, prefill, decode []string
+	var sel, prefillSel, decodeSel, ns, kubeconfig, host string
+	var port, workerPort int
+	cmd := &cobra.Command{
+		Use:   "frontend",
+		Short: "Route OpenAI requests to workers (aggregated, or prefill then decode) and export request metrics",
+		Long: `Routes /v1/completions and /v1/chat/completions to the least-busy worker; in disaggregated mode a
+prefill worker computes the prompt (one token) and a decode worker streams the answer. Workers are a
+static list or the Running, Ready pods of label selectors (re-read every 2 s). /metrics exports
+gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, duration, ISL, OSL.
+
+  gpuplane frontend --workers http://127.0.0.1:8000,http://127.0.0.1:8001
+  gpuplane frontend -n serving --prefill-selector role=prefill --decode-selector role=decode --worker-port 8000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := &frontend.Frontend{}
+			pods := func(s string) (frontend.Discovery, error) {
+				c, err := kubeclient.Clientset(kubeconfig)
+				if err != nil {
+					return nil, err
+				}
+				return frontend.Pods{Client: c, Namespace: ns, Selector: s, Port: workerPort}, nil
+			}
+			var err error
+			switch {
+			case len(workers) > 0:
+				f.Agg = frontend.Static(workers)
+			case len(prefill) > 0 && len(decode) > 0:
+				f.Prefill, f.Decode = frontend.Static(prefill), frontend.Static(decode)
+			case sel != "":
+				if f.Agg, err = pods(sel); err != nil {
+					return err
+				}
+			case prefillSel != "" && decodeSel != "":
+				if f.Prefill, err = pods(prefillSel); err != nil {
+					return err
+				}
+				if f.Decode, err = pods(decodeSel); err != nil {
+					return err
+				}
+			default:
+				return errors.New("give the workers: --workers, --prefill-workers with --decode-workers, --selector, or --prefill-selector with --decode-selector")
+			}
+			reg := prometheus.NewRegistry()
+			if err := f.Register(reg); err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+			if err != nil {
+				return fmt.Errorf("--host/--port: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go f.Run(ctx)
+			hs := &http.Server{Handler: f.Handler(reg), ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				<-ctx.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = hs.Shutdown(sctx)
+			}()
+			fmt.Fprintf(g.stderr, "frontend on http://%s\n", ln.Addr())
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&workers, "workers", nil, "aggregated workers' base URLs")
+	fl.StringSliceVar(&prefill, "prefill-workers", nil, "prefill workers' base URLs")
+	fl.StringSliceVar(&decode, "decode-workers", nil, "decode workers' base URLs")
+	fl.StringVar(&sel, "selector", "", "label selector of aggregated worker pods")
+	fl.StringVar(&prefillSel, "prefill-selector", "", "label selector of prefill worker pods")
+	fl.StringVar(&decodeSel, "decode-selector", "", "label selector of decode worker pods")
+	fl.StringVarP(&ns, "namespace", "n", "default", "namespace of the worker pods")
+	fl.IntVar(&workerPort, "worker-port", 8000, "port the worker pods serve on")
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	fl.StringVar(&host, "host", "127.0.0.1", "address to listen on")
+	fl.IntVar(&port, "port", 8080, "port to listen on")
+	return cmd
+}

@@ -1,0 +1,355 @@
+// Package frontend routes OpenAI-compatible requests to inference workers:
+// to the least-busy worker in aggregated mode, or prefill first (one token)
+// then decode (streamed back) in disaggregated mode. Workers come from a
+// Discovery (a static list, or Kubernetes pods by label); request-level
+// metrics (requests, TTFT, ITL, ISL, OSL) are exported for the planner.
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Discovery lists the workers' base URLs of a pool.
+type Discovery interface {
+	Workers(ctx context.Context) ([]string, error)
+}
+
+// Static is a fixed list of workers.
+type Static []string
+
+// Workers returns the list.
+func (s Static) Workers(context.Context) ([]string, error) { return s, nil }
+
+// Frontend is the router.
+type Frontend struct {
+	// Agg serves aggregated; Prefill and Decode serve disaggregated (both set).
+	Agg, Prefill, Decode Discovery
+	Client               *http.Client
+	// Refresh is how often the worker lists are re-read (default 2 s).
+	Refresh time.Duration
+
+	mu       sync.Mutex
+	pools    map[string][]string
+	inflight map[string]*atomic.Int64
+	metrics  *metrics
+}
+
+type metrics struct {
+	requests       *prometheus.CounterVec
+	ttft, itl, e2e prometheus.Histogram
+	isl, osl       prometheus.Histogram
+	inflight       prometheus.Gauge
+}
+
+// Register creates the frontend's metrics on reg.
+func (f *Frontend) Register(reg prometheus.Registerer) error {
+	lat := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 10, 20, 40, 80}
+	tok := prometheus.ExponentialBuckets(16, 2, 14)
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuplane_frontend_requests_total",
+			Help: "Requests by outcome (ok, error)."}, []string{"status"}),
+		ttft: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gpuplane_frontend_time_to_first_token_seconds", Help: "Time to first token as clients see it.", Buckets: lat}),
+		itl: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gpuplane_frontend_inter_token_latency_seconds", Help: "Gaps between streamed chunks.",
+			Buckets: []float64{0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1}}),
+		e2e:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gpuplane_frontend_request_duration_seconds", Help: "End-to-end request time.", Buckets: lat}),
+		isl:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gpuplane_frontend_input_sequence_tokens", Help: "Prompt tokens per request.", Buckets: tok}),
+		osl:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gpuplane_frontend_output_sequence_tokens", Help: "Output tokens per request.", Buckets: tok}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuplane_frontend_inflight_requests", Help: "Requests in flight."}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.ttft, m.itl, m.e2e, m.isl, m.osl, m.inflight} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	f.metrics = m
+	return nil
+}
+
+// Run refreshes the worker lists until ctx ends.
+func (f *Frontend) Run(ctx context.Context) {
+	every := f.Refresh
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	for {
+		f.refresh(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+func (f *Frontend) refresh(ctx context.Context) {
+	pools := map[string][]string{}
+	for name, d := range map[string]Discovery{"agg": f.Agg, "prefill": f.Prefill, "decode": f.Decode} {
+		if d == nil {
+			continue
+		}
+		ws, err := d.Workers(ctx)
+		if err != nil {
+			continue // keep the last list
+		}
+		sort.Strings(ws)
+		pools[name] = ws
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pools == nil {
+		f.pools, f.inflight = map[string][]string{}, map[string]*atomic.Int64{}
+	}
+	for name, ws := range pools {
+		f.pools[name] = ws
+		for _, w := range ws {
+			if f.inflight[w] == nil {
+				f.inflight[w] = &atomic.Int64{}
+			}
+		}
+	}
+}
+
+// pick returns the least-busy worker of a pool.
+func (f *Frontend) pick(pool string) (string, *atomic.Int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ws := f.pools[pool]
+	if len(ws) == 0 {
+		return "", nil, fmt.Errorf("no %s workers available", pool)
+	}
+	best := ws[0]
+	for _, w := range ws[1:] {
+		if f.inflight[w].Load() < f.inflight[best].Load() {
+			best = w
+		}
+	}
+	return best, f.inflight[best], nil
+}
+
+// Workers reports the current worker lists (for status and tests).
+func (f *Frontend) Workers() map[string][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string][]string{}
+	for k, v := range f.pools {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// Handler serves the OpenAI routes, /health and /metrics (reg).
+func (f *Frontend) Handler(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", f.route)
+	mux.HandleFunc("POST /v1/chat/completions", f.route)
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) { f.forwardGet(w, r) })
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		if _, _, err := f.pick(f.firstPool()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (f *Frontend) disagg() bool { return f.Prefill != nil && f.Decode != nil }
+
+func (f *Frontend) firstPool() string {
+	if f.disagg() {
+		return "decode"
+	}
+	return "agg"
+}
+
+func openAIError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "service_unavailable", "param": nil, "code": code}})
+}
+
+func (f *Frontend) forwardGet(w http.ResponseWriter, r *http.Request) {
+	worker, _, err := f.pick(f.firstPool())
+	if err != nil {
+		openAIError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	resp, err := f.client().Get(worker + r.URL.Path)
+	if err != nil {
+		openAIError(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(w, resp.Body)
+}
+
+func (f *Frontend) client() *http.Client {
+	if f.Client != nil {
+		return f.Client
+	}
+	return http.DefaultClient
+}
+
+// route sends the request on and streams the answer back, measuring it.
+func (f *Frontend) route(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
+	if err != nil {
+		openAIError(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	m := f.metrics
+	if m != nil {
+		m.inflight.Inc()
+		defer m.inflight.Dec()
+	}
+	pool := "agg"
+	if f.disagg() {
+		// Prefill: the prompt and one token, not streamed; its KV goes to decode.
+		if code, err := f.prefill(r.Context(), r.URL.Path, body); err != nil {
+			f.count("error")
+			openAIError(w, code, "prefill: "+err.Error())
+			return
+		}
+		pool = "decode"
+	}
+	worker, busy, err := f.pick(pool)
+	if err != nil {
+		f.count("error")
+		openAIError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	busy.Add(1)
+	defer busy.Add(-1)
+	req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, worker+r.URL.Path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client().Do(req)
+	if err != nil {
+		f.count("error")
+		openAIError(w, http.StatusBadGateway, fmt.Sprintf("worker %s: %v", worker, err))
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(w, resp.Body)
+		f.count("error")
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	var first, last time.Time
+	buf := make([]byte, 32<<10)
+	var tail bytes.Buffer
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			now := time.Now()
+			if first.IsZero() {
+				first = now
+				if m != nil {
+					m.ttft.Observe(now.Sub(start).Seconds())
+				}
+			} else if m != nil && bytes.Contains(buf[:n], []byte("data: {")) {
+				m.itl.Observe(now.Sub(last).Seconds())
+			}
+			last = now
+			_, _ = w.Write(buf[:n])
+			if flusher != nil {
+				flusher.Flush()
+			}
+			tail.Write(buf[:n])
+			if tail.Len() > 8<<10 {
+				tail.Next(tail.Len() - 4<<10)
+			}
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, io.EOF) {
+				f.count("error")
+				return
+			}
+			break
+		}
+	}
+	f.count("ok")
+	if m != nil {
+		m.e2e.Observe(time.Since(start).Seconds())
+		if p, c, ok := usage(tail.String()); ok {
+			m.isl.Observe(float64(p))
+			m.osl.Observe(float64(c))
+		}
+	}
+}
+
+func (f *Frontend) count(status string) {
+	if f.metrics != nil {
+		f.metrics.requests.WithLabelValues(status).Inc()
+	}
+}
+
+// prefill runs the prompt on a prefill worker with max_tokens 1.
+func (f *Frontend) prefill(ctx context.Context, path string, body []byte) (int, error) {
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		return http.StatusBadRequest, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	req["max_tokens"], req["stream"] = 1, false
+	delete(req, "stream_options")
+	b, _ := json.Marshal(req)
+	worker, busy, err := f.pick("prefill")
+	if err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	busy.Add(1)
+	defer busy.Add(-1)
+	hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, worker+path, bytes.NewReader(b))
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := f.client().Do(hr)
+	if err != nil {
+		return http.StatusBadGateway, fmt.Errorf("worker %s: %v", worker, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("worker %s: %s", worker, strings.TrimSpace(string(msg)))
+	}
+	return http.StatusOK, nil
+}
+
+// usage finds the last usage object in a response's tail.
+func usage(s string) (prompt, completion int, ok bool) {
+	i := strings.LastIndex(s, `"usage":`)
+	if i < 0 {
+		return 0, 0, false
+	}
+	var u struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	}
+	dec := json.NewDecoder(strings.NewReader(s[i+len(`"usage":`):]))
+	if err := dec.Decode(&u); err != nil {
+		return 0, 0, false
+	}
+	return u.PromptTokens, u.CompletionTokens, true
+}

@@ -1,0 +1,117 @@
+package frontend
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuplane/gpuplane/internal/bench"
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/emulate"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
+
+func worker(t *testing.T, role string) (string, *prometheus.Registry) {
+	t.Helper()
+	p, err := perf.DefaultParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := estimate.Defaults()
+	q.Model, q.GPU, q.TP = "Qwen/Qwen3-8B", "h100_sxm", 1
+	reg := prometheus.NewRegistry()
+	srv, err := emulate.New(estimate.Env{Catalog: catalog.MustDefault(), Params: p}, emulate.Config{Query: q, Role: role, ServedName: "m"}, reg, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go srv.RT.Run(ctx)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); cancel() })
+	return ts.URL, reg
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			sum := 0.0
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
+		}
+	}
+	return 0
+}
+
+func TestDisaggregatedRouting(t *testing.T) {
+	p1, preg := worker(t, "prefill")
+	d1, dreg1 := worker(t, "decode")
+	d2, dreg2 := worker(t, "decode")
+	f := &Frontend{Prefill: Static{p1}, Decode: Static{d1, d2}}
+	reg := prometheus.NewRegistry()
+	if err := f.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh(context.Background())
+	ts := httptest.NewServer(f.Handler(reg))
+	defer ts.Close()
+
+	s, _, err := bench.Run(context.Background(), bench.Options{URL: ts.URL, Model: "m", Rate: 10, Constant: true,
+		ISL: workload.Fixed{N: 500}, OSL: workload.Fixed{N: 30}, Duration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Failed != 0 || s.Requests != 20 {
+		t.Fatalf("through the frontend: %+v", s)
+	}
+	// Every request was prefilled once (one token) and decoded on one of the two decoders.
+	if got := counter(t, preg, "vllm:request_success_total"); got != 20 {
+		t.Errorf("prefill worker served %v requests, want 20", got)
+	}
+	d := counter(t, dreg1, "vllm:request_success_total") + counter(t, dreg2, "vllm:request_success_total")
+	if d != 20 || counter(t, dreg1, "vllm:request_success_total") == 0 || counter(t, dreg2, "vllm:request_success_total") == 0 {
+		t.Errorf("decode workers served %v requests (want 20, spread over both)", d)
+	}
+	if got := counter(t, reg, "gpuplane_frontend_requests_total"); got != 20 {
+		t.Errorf("frontend counted %v requests", got)
+	}
+	resp, _ := http.Get(ts.URL + "/metrics")
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"gpuplane_frontend_time_to_first_token_seconds_count 20", "gpuplane_frontend_input_sequence_tokens_sum 10000",
+		"gpuplane_frontend_output_sequence_tokens_sum 600", "gpuplane_frontend_inter_token_latency_seconds_count"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("frontend metrics lack %q", want)
+		}
+	}
+}
+
+func TestNoWorkers(t *testing.T) {
+	f := &Frontend{Agg: Static{}}
+	reg := prometheus.NewRegistry()
+	f.Register(reg)
+	f.refresh(context.Background())
+	ts := httptest.NewServer(f.Handler(reg))
+	defer ts.Close()
+	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "no agg workers") {
+		t.Errorf("%d %s", resp.StatusCode, b)
+	}
+	if r, _ := http.Get(ts.URL + "/health"); r.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("health %d with no workers", r.StatusCode)
+	}
+}

@@ -1,0 +1,45 @@
+package frontend
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Pods discovers workers as the Running, Ready pods matching a label
+// selector, at their pod IP and Port.
+type Pods struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Selector  string
+	Port      int
+}
+
+// Workers lists the pods' URLs.
+func (p Pods) Workers(ctx context.Context) ([]string, error) {
+	list, err := p.Client.CoreV1().Pods(p.Namespace).List(ctx, metav1.ListOptions{LabelSelector: p.Selector})
+	if err != nil {
+		return nil, fmt.Errorf("list pods %s in %s: %w", p.Selector, p.Namespace, err)
+	}
+	var out []string
+	for _, pod := range list.Items {
+		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !ready(&pod) {
+			continue
+		}
+		out = append(out, "http://"+pod.Status.PodIP+":"+strconv.Itoa(p.Port))
+	}
+	return out, nil
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
