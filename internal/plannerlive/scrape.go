@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -64,30 +65,92 @@ type counters struct {
 // observation.
 type ScrapeSource struct {
 	Prefill, Decode []string // metrics URLs
-	Dialect         Dialect  // zero: vLLM's names
-	Client          *http.Client
-	last            *[2]counters
-	lastAt          time.Time
+	// PrefillTargets and DecodeTargets, when set, find the workers at each
+	// scrape (e.g. pods by label); their /metrics are read.
+	PrefillTargets, DecodeTargets Targets
+	Dialect                       Dialect // zero: vLLM's names
+	Client                        *http.Client
+	last                          map[string]counters // per metrics URL
+	lastAt                        time.Time
 }
 
-// Observe implements MetricsSource.
+// Targets finds a pool's workers' base URLs.
+type Targets interface {
+	Workers(ctx context.Context) ([]string, error)
+}
+
+func (s *ScrapeSource) urls(ctx context.Context, static []string, t Targets) ([]string, error) {
+	if t == nil {
+		return static, nil
+	}
+	ws, err := t.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = strings.TrimSuffix(w, "/") + "/metrics"
+	}
+	return out, nil
+}
+
+// Observe implements MetricsSource. Deltas are taken per worker, so
+// workers that come and go with scaling do not disturb the counts: a new
+// worker counts from zero, a gone one no longer counts.
 func (s *ScrapeSource) Observe(ctx context.Context, now time.Time) planner.Observation {
 	o := planner.Observation{Time: float64(now.Unix())}
-	pre, err := s.scrapePool(ctx, s.Prefill)
-	if err == nil {
-		var dec counters
-		if dec, err = s.scrapePool(ctx, s.Decode); err == nil {
-			cur := [2]counters{pre, dec}
-			defer func() { s.last, s.lastAt = &cur, now }()
-			if s.last == nil {
-				o.Stale, o.Reason = true, "first scrape: no interval to compare with yet"
-				return o
-			}
-			return fold(o, s.last, &cur, now.Sub(s.lastAt).Seconds())
-		}
+	fail := func(err error) planner.Observation {
+		o.Stale, o.Reason = true, err.Error()
+		return o
 	}
-	o.Stale, o.Reason = true, err.Error()
-	return o
+	pu, err := s.urls(ctx, s.Prefill, s.PrefillTargets)
+	if err != nil {
+		return fail(err)
+	}
+	du, err := s.urls(ctx, s.Decode, s.DecodeTargets)
+	if err != nil {
+		return fail(err)
+	}
+	pre, preEach, err := s.scrapePool(ctx, pu)
+	if err != nil {
+		return fail(err)
+	}
+	dec, decEach, err := s.scrapePool(ctx, du)
+	if err != nil {
+		return fail(err)
+	}
+	last, lastAt := s.last, s.lastAt
+	s.last, s.lastAt = map[string]counters{}, now
+	for u, c := range preEach {
+		s.last[u] = c
+	}
+	for u, c := range decEach {
+		s.last[u] = c
+	}
+	if last == nil {
+		o.Stale, o.Reason = true, "first scrape: no interval to compare with yet"
+		return o
+	}
+	prev := [2]counters{baseline(last, preEach), baseline(last, decEach)}
+	return fold(o, &prev, &[2]counters{pre, dec}, now.Sub(lastAt).Seconds())
+}
+
+// baseline sums the last scrape of the workers scraped now; a new worker,
+// or one whose counters went back (restarted), starts from zero.
+func baseline(last, now map[string]counters) counters {
+	var b counters
+	for u, c := range now {
+		l, ok := last[u]
+		if !ok || c.success < l.success {
+			continue
+		}
+		b.success += l.success
+		b.prompt += l.prompt
+		b.generation += l.generation
+		b.ttftSum, b.ttftCount = b.ttftSum+l.ttftSum, b.ttftCount+l.ttftCount
+		b.itlSum, b.itlCount = b.itlSum+l.itlSum, b.itlCount+l.itlCount
+	}
+	return b
 }
 
 // fold turns two scrapes into the observation of the interval between them.
@@ -125,17 +188,19 @@ func (s *ScrapeSource) dialect() Dialect {
 	return s.Dialect
 }
 
-func (s *ScrapeSource) scrapePool(ctx context.Context, urls []string) (counters, error) {
+func (s *ScrapeSource) scrapePool(ctx context.Context, urls []string) (counters, map[string]counters, error) {
 	var c counters
+	each := map[string]counters{}
 	d := s.dialect()
 	if len(urls) == 0 {
-		return c, fmt.Errorf("scrape: no metrics URLs for a pool")
+		return c, nil, fmt.Errorf("scrape: no metrics URLs for a pool")
 	}
 	for _, u := range urls {
 		fams, err := s.scrape(ctx, u)
 		if err != nil {
-			return c, err
+			return c, nil, err
 		}
+		before := c
 		c.success += sum(fams[d.Success])
 		c.prompt += sum(fams[d.Prompt])
 		c.generation += sum(fams[d.Generation])
@@ -151,8 +216,10 @@ func (s *ScrapeSource) scrapePool(ctx context.Context, urls []string) (counters,
 		c.itlSum, c.itlCount = c.itlSum+is, c.itlCount+ic
 		c.inFlight += sum(fams[d.Running]) + sum(fams[d.Waiting])
 		c.kv += sum(fams[d.KV]) / float64(len(urls))
+		each[u] = counters{success: c.success - before.success, prompt: c.prompt - before.prompt, generation: c.generation - before.generation,
+			ttftSum: c.ttftSum - before.ttftSum, ttftCount: c.ttftCount - before.ttftCount, itlSum: c.itlSum - before.itlSum, itlCount: c.itlCount - before.itlCount}
 	}
-	return c, nil
+	return c, each, nil
 }
 
 func (s *ScrapeSource) scrape(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {

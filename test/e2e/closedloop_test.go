@@ -1,0 +1,307 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuplane/gpuplane/internal/bench"
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/emulate"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/frontend"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/plannerlive"
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
+
+// podRunner plays the container runtime for kwok's pods: it starts an
+// emulated worker on each Running pod's IP (port 8000, role from the pod's
+// label) and stops it, after a grace period that outlasts the frontend's
+// refresh, once the pod is gone.
+type podRunner struct {
+	ns  string
+	env estimate.Env
+	q   estimate.Query
+
+	mu      sync.Mutex
+	servers map[string]*http.Server // pod IP -> server
+	cancel  map[string]context.CancelFunc
+}
+
+func (p *podRunner) run(ctx context.Context, t *testing.T) {
+	for ctx.Err() == nil {
+		pods, err := cluster.Client.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			live := map[string]bool{}
+			for _, pod := range pods.Items {
+				ip := pod.Status.PodIP
+				if pod.Status.Phase != corev1.PodRunning || ip == "" || pod.DeletionTimestamp != nil {
+					continue
+				}
+				live[ip] = true
+				p.mu.Lock()
+				_, running := p.servers[ip]
+				p.mu.Unlock()
+				if !running {
+					if err := p.start(ip, pod.Labels["role"]); err != nil {
+						t.Errorf("start emulator for pod %s on %s: %v", pod.Name, ip, err)
+					}
+				}
+			}
+			p.mu.Lock()
+			for ip, srv := range p.servers {
+				if !live[ip] {
+					delete(p.servers, ip)
+					stop := p.cancel[ip]
+					go func() {
+						time.Sleep(2 * time.Second) // like a preStop sleep: let routers drop the pod first
+						sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+						defer cancel()
+						_ = srv.Shutdown(sctx) // waits for in-flight requests
+						stop()
+					}()
+				}
+			}
+			p.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (p *podRunner) start(ip, role string) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "8000"))
+	if err != nil {
+		return err
+	}
+	srv, err := emulate.New(p.env, emulate.Config{Query: p.q, Role: role, ServedName: "qwen3-8b"}, prometheus.NewRegistry(), time.Now)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go srv.RT.Run(ctx)
+	hs := &http.Server{Handler: srv.Handler()}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.Background().Error(err, "emulator", "ip", ip)
+		}
+	}()
+	p.mu.Lock()
+	p.servers[ip], p.cancel[ip] = hs, cancel
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *podRunner) stopAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ip, s := range p.servers {
+		s.Close()
+		p.cancel[ip]()
+	}
+}
+
+// TestClosedLoop: the planner scales Deployments of emulated prefill and
+// decode workers (pods with ResourceClaims for H100s that the DRA driver's
+// fleet mode publishes); the real scheduler places them, kwok runs them,
+// the pod runner serves them; the frontend finds them by label; bench
+// drives a burst of long prompts; the planner reads the workers' vLLM
+// metrics, scales prefill up while the burst lasts and back down after.
+// No request may be lost.
+func TestClosedLoop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cs := cluster.Client
+	const ns = "loop"
+	startFleet(ctx, t, "  nodePools:\n  - {name: loop, profile: hgx-h100, count: 1, labels: {e2e-case: loop}}\n")
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	releaseDevices(t, ns)
+	if _, err := cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "h100"},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: exactly("gpu.gpuplane.io", attr("productName")+` == "NVIDIA H100 80GB HBM3"`, 1, nil)}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []string{"prefill", "decode"} {
+		labels := map[string]string{"app": "qwen3-8b", "role": role}
+		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "qwen3-8b-" + role},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+					NodeSelector:   map[string]string{"e2e-case": "loop"},
+					ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("h100")}},
+					Containers: []corev1.Container{{Name: "worker", Image: "gpuplane/emulate",
+						Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}}}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	params, err := perf.DefaultParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := estimate.Env{Catalog: catalog.MustDefault(), Params: params}
+	q := estimate.Defaults()
+	q.Model, q.GPU, q.Precision, q.Backend, q.TP = "Qwen/Qwen3-32B", "h100_sxm", "fp8", "vllm", 1
+	runner := &podRunner{ns: ns, env: env, q: q, servers: map[string]*http.Server{}, cancel: map[string]context.CancelFunc{}}
+	rctx, stopRunner := context.WithCancel(ctx)
+	defer func() { stopRunner(); runner.stopAll() }()
+	go runner.run(rctx, t)
+
+	// The frontend finds the workers by label.
+	pods := func(role string) frontend.Pods {
+		return frontend.Pods{Client: cs, Namespace: ns, Selector: "app=qwen3-8b,role=" + role, Port: 8000}
+	}
+	fe := &frontend.Frontend{Prefill: pods("prefill"), Decode: pods("decode"), Refresh: 500 * time.Millisecond}
+	freg := prometheus.NewRegistry()
+	if err := fe.Register(freg); err != nil {
+		t.Fatal(err)
+	}
+	go fe.Run(rctx)
+	fln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go http.Serve(fln, fe.Handler(freg))
+	for len(fe.Workers()["prefill"]) == 0 || len(fe.Workers()["decode"]) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("workers never came up: %v", fe.Workers())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+
+	// The planner: 5 s ticks, short delays to fit a test.
+	cfg, err := plannerlive.ParseConfig([]byte(fmt.Sprintf(`planner: {intervalSeconds: 5, ttftMs: 500, itlMs: 30, startupDelaySeconds: 5, predictor: holt,
+  cooldownSeconds: 5, stabilizationSeconds: 15, maxPrefill: 4, maxDecode: 3}
+engine: {model: Qwen/Qwen3-32B, gpu: h100_sxm, precision: fp8, backend: vllm}
+metrics: {scrape: {prefill: [unused], decode: [unused]}}
+targets:
+  prefill: {group: apps, version: v1, resource: deployments, namespace: %[1]s, name: qwen3-8b-prefill}
+  decode: {group: apps, version: v1, resource: deployments, namespace: %[1]s, name: qwen3-8b-decode}
+`, ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := cfg.Build(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &plannerlive.Runner{Planner: pl, Log: testLogger(t),
+		Metrics: &plannerlive.ScrapeSource{PrefillTargets: pods("prefill"), DecodeTargets: pods("decode")},
+		Prefill: &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Prefill},
+		Decode:  &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Decode}}
+	if err := pr.Register(prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	go pr.Run(rctx)
+
+	// Replicas over time, once a second.
+	type sample struct {
+		at               float64
+		prefill, decode  int32
+		prefillEndpoints int
+	}
+	var mu sync.Mutex
+	var samples []sample
+	t0 := time.Now()
+	go func() {
+		for rctx.Err() == nil {
+			p, err1 := cs.AppsV1().Deployments(ns).Get(rctx, "qwen3-8b-prefill", metav1.GetOptions{})
+			d, err2 := cs.AppsV1().Deployments(ns).Get(rctx, "qwen3-8b-decode", metav1.GetOptions{})
+			if err1 == nil && err2 == nil {
+				mu.Lock()
+				samples = append(samples, sample{time.Since(t0).Seconds(), *p.Spec.Replicas, *d.Spec.Replicas, len(fe.Workers()["prefill"])})
+				mu.Unlock()
+			}
+			time.Sleep(time.Second)
+		}
+	}()
+
+	// Load: 0.5 req/s, a burst of 6 req/s of 4000-token prompts from 20 s to 60 s, then 0.5 req/s to 110 s.
+	const burstStart, burstEnd, end = 20.0, 60.0, 110.0
+	src, err := workload.NewPoisson(workload.Step{Base: 0.5, Peak: 6, Start: burstStart, End: burstEnd},
+		workload.Fixed{N: 4000}, workload.Fixed{N: 100}, end, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, recs, err := bench.Run(ctx, bench.Options{URL: "http://" + fln.Addr().String(), Model: "qwen3-8b", Source: src,
+		Duration: time.Duration(end * float64(time.Second)), SLOTTFT: 500 * time.Millisecond, SLOITL: 30 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var peak int32
+	peakAt := 0.0
+	for _, s := range samples {
+		if s.prefill > peak {
+			peak, peakAt = s.prefill, s.at
+		}
+	}
+	last := samples[len(samples)-1]
+	t.Logf("%d requests, %d failed, attainment %.1f%%, TTFT p50 %.0f ms p99 %.0f ms; prefill peaked at %d replicas at %.0f s, ended at %d (decode %d)",
+		sum.Requests, sum.Failed, 100*sum.Attainment, sum.TTFT.P50, sum.TTFT.P99, peak, peakAt, last.prefill, last.decode)
+	for i, s := range samples {
+		if i%5 == 0 {
+			t.Logf("  t=%3.0fs prefill %d (serving %d) decode %d", s.at, s.prefill, s.prefillEndpoints, s.decode)
+		}
+	}
+	if sum.Failed != 0 {
+		t.Errorf("%d of %d requests lost: %v", sum.Failed, sum.Requests, sum.Errors)
+	}
+	if peak < 2 || peakAt < burstStart || peakAt > burstEnd+15 {
+		t.Errorf("prefill peaked at %d replicas at %.0f s; want >= 2 during the burst (%.0f-%.0f s)", peak, peakAt, burstStart, burstEnd)
+	}
+	if last.prefill >= peak {
+		t.Errorf("prefill still at %d replicas %.0f s after the burst; want it scaled back down", last.prefill, end-burstEnd)
+	}
+	// Attainment recovers: the last quarter of the burst meets the SLO mostly.
+	met, n := 0, 0
+	for _, r := range recs {
+		if r.Start >= burstEnd-10 && r.Start < burstEnd {
+			n++
+			if r.Error == "" && r.TTFT <= 0.5 && r.TPOT() <= 0.03 {
+				met++
+			}
+		}
+	}
+	if n == 0 || float64(met)/float64(n) < 0.8 {
+		t.Errorf("late in the burst %d of %d requests met the SLO; want >= 80%% once scaled", met, n)
+	}
+}
+
+// testLogger sends the planner's log lines to the test log.
+func testLogger(t *testing.T) logr.Logger {
+	return funcr.New(func(prefix, args string) { t.Log(prefix, args) }, funcr.Options{})
+}
