@@ -77,6 +77,8 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 	f.StringVar(&q.Precision, "precision", q.Precision, "weight precision")
 	f.StringVar(&q.Backend, "backend", q.Backend, "engine whose overheads to model: vllm, sglang, trtllm")
 	f.IntVar(&q.TP, "tp", 1, "tensor parallelism")
+	f.IntVar(&q.MaxSeqs, "max-num-seqs", 0, "most sequences in a batch (vLLM's --max-num-seqs; default: the backend's)")
+	f.IntVar(&q.MaxBatchedTokens, "max-num-batched-tokens", 0, "token budget of one iteration (default: the backend's)")
 	f.StringVar(&cfg.Role, "role", "agg", "agg, prefill or decode")
 	f.StringVar(&cfg.ServedName, "served-model-name", "", "model name clients send (default: --model)")
 	f.IntVar(&cfg.MaxModelLen, "max-model-len", 0, "longest prompt + output in tokens (default: the model's context length, or the KV cache's capacity when smaller)")
