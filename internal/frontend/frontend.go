@@ -285,14 +285,15 @@ func (f *Frontend) route(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if rerr != nil {
-			if !errors.Is(rerr, io.EOF) {
+			// A client that hung up after [DONE] cancels the worker's stream
+			// too: that request was still served whole.
+			if !errors.Is(rerr, io.EOF) && !bytes.Contains(tail.Bytes(), []byte("data: [DONE]")) {
 				f.count("error")
 				return
 			}
 			break
 		}
 	}
-	f.count("ok")
 	if m != nil {
 		m.e2e.Observe(time.Since(start).Seconds())
 		if p, c, ok := usage(tail.String()); ok {
@@ -300,6 +301,7 @@ func (f *Frontend) route(w http.ResponseWriter, r *http.Request) {
 			m.osl.Observe(float64(c))
 		}
 	}
+	f.count("ok")
 }
 
 func (f *Frontend) count(status string) {

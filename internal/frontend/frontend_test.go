@@ -83,16 +83,26 @@ func TestDisaggregatedRouting(t *testing.T) {
 	if d != 20 || counter(t, dreg1, "vllm:request_success_total") == 0 || counter(t, dreg2, "vllm:request_success_total") == 0 {
 		t.Errorf("decode workers served %v requests (want 20, spread over both)", d)
 	}
-	if got := counter(t, reg, "gpuplane_frontend_requests_total"); got != 20 {
-		t.Errorf("frontend counted %v requests", got)
+	// The frontend records a request once its stream has ended, just after
+	// the client has its last byte: wait for the last ones.
+	var b []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, _ := http.Get(ts.URL + "/metrics")
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), `gpuplane_frontend_requests_total{status="ok"} 20`) {
+			break
+		}
 	}
-	resp, _ := http.Get(ts.URL + "/metrics")
-	b, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{"gpuplane_frontend_time_to_first_token_seconds_count 20", "gpuplane_frontend_input_sequence_tokens_sum 10000",
-		"gpuplane_frontend_output_sequence_tokens_sum 600", "gpuplane_frontend_inter_token_latency_seconds_count"} {
+	for _, want := range []string{`gpuplane_frontend_requests_total{status="ok"} 20`, "gpuplane_frontend_time_to_first_token_seconds_count 20",
+		"gpuplane_frontend_input_sequence_tokens_sum 10000", "gpuplane_frontend_output_sequence_tokens_sum 600",
+		"gpuplane_frontend_inter_token_latency_seconds_count"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("frontend metrics lack %q", want)
 		}
+	}
+	if t.Failed() {
+		t.Log(string(b))
 	}
 }
 
