@@ -56,6 +56,8 @@ func TestSchedulerAllocatesClaimsFromResourceSlices(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "vllm-decode"},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				// Other tests publish H100s too; this one is about its own node.
+				NodeSelector:   map[string]string{"kubernetes.io/hostname": node.Name},
 				ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}},
 				Containers: []corev1.Container{{Name: "vllm", Image: "vllm/vllm-openai",
 					Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
