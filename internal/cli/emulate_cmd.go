@@ -23,6 +23,7 @@ func newEmulateCmd(g *globals) *cobra.Command {
 	var cfg emulate.Config
 	var host string
 	var port int
+	var grace time.Duration
 	cmd := &cobra.Command{
 		Use:   "emulate",
 		Short: "An OpenAI-compatible inference worker without a GPU, timed by the performance model in real time",
@@ -57,7 +58,8 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			go func() {
 				<-ctx.Done()
-				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				// Requests in flight finish first (up to the grace period), as vLLM drains.
+				sctx, cancel := context.WithTimeout(context.Background(), grace)
 				defer cancel()
 				_ = hs.Shutdown(sctx)
 			}()
@@ -85,6 +87,7 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 	f.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", 256, "max_tokens of chat requests that give none")
 	f.StringVar(&host, "host", "127.0.0.1", "address to listen on")
 	f.IntVar(&port, "port", 8000, "port to listen on (0: any free port)")
+	f.DurationVar(&grace, "shutdown-grace", 60*time.Second, "on SIGTERM, how long requests in flight may take to finish")
 	return cmd
 }
 

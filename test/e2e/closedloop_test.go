@@ -4,12 +4,15 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +21,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/go-logr/logr"
@@ -27,7 +29,6 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/bench"
 	"github.com/gpuplane/gpuplane/internal/catalog"
-	"github.com/gpuplane/gpuplane/internal/emulate"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/frontend"
 	"github.com/gpuplane/gpuplane/internal/perf"
@@ -35,18 +36,18 @@ import (
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 
-// podRunner plays the container runtime for kwok's pods: it starts an
-// emulated worker on each Running pod's IP (port 8000, role from the pod's
-// label) and stops it, after a grace period that outlasts the frontend's
-// refresh, once the pod is gone.
+// podRunner plays the container runtime for kwok's pods: it starts a
+// `gpuplane emulate` process on each Running pod's IP (port 8000, role from
+// the pod's label) and, once the pod is gone, sends it SIGTERM after a grace
+// period that outlasts the frontend's refresh (like a preStop sleep); the
+// emulator then drains its requests in flight and exits.
 type podRunner struct {
-	ns  string
-	env estimate.Env
-	q   estimate.Query
+	ns, bin string
+	args    []string
 
-	mu      sync.Mutex
-	servers map[string]*http.Server // pod IP -> server
-	cancel  map[string]context.CancelFunc
+	mu    sync.Mutex
+	procs map[string]*exec.Cmd // pod IP -> emulator
+	wg    sync.WaitGroup
 }
 
 func (p *podRunner) run(ctx context.Context, t *testing.T) {
@@ -61,7 +62,7 @@ func (p *podRunner) run(ctx context.Context, t *testing.T) {
 				}
 				live[ip] = true
 				p.mu.Lock()
-				_, running := p.servers[ip]
+				_, running := p.procs[ip]
 				p.mu.Unlock()
 				if !running {
 					if err := p.start(ip, pod.Labels["role"]); err != nil {
@@ -70,16 +71,12 @@ func (p *podRunner) run(ctx context.Context, t *testing.T) {
 				}
 			}
 			p.mu.Lock()
-			for ip, srv := range p.servers {
+			for ip, cmd := range p.procs {
 				if !live[ip] {
-					delete(p.servers, ip)
-					stop := p.cancel[ip]
+					delete(p.procs, ip)
 					go func() {
-						time.Sleep(2 * time.Second) // like a preStop sleep: let routers drop the pod first
-						sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-						defer cancel()
-						_ = srv.Shutdown(sctx) // waits for in-flight requests
-						stop()
+						time.Sleep(2 * time.Second)
+						_ = cmd.Process.Signal(syscall.SIGTERM)
 					}()
 				}
 			}
@@ -93,36 +90,33 @@ func (p *podRunner) run(ctx context.Context, t *testing.T) {
 }
 
 func (p *podRunner) start(ip, role string) error {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "8000"))
-	if err != nil {
+	cmd := exec.Command(p.bin, append([]string{"emulate", "--host", ip, "--port", "8000", "--role", role}, p.args...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
 		return err
 	}
-	srv, err := emulate.New(p.env, emulate.Config{Query: p.q, Role: role, ServedName: "qwen3-8b"}, prometheus.NewRegistry(), time.Now)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go srv.RT.Run(ctx)
-	hs := &http.Server{Handler: srv.Handler()}
-	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.Background().Error(err, "emulator", "ip", ip)
+	p.wg.Go(func() { _ = cmd.Wait() })
+	// Ready when it answers /health.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r, err := http.Get("http://" + ip + ":8000/health"); err == nil {
+			r.Body.Close()
+			p.mu.Lock()
+			p.procs[ip] = cmd
+			p.mu.Unlock()
+			return nil
 		}
-	}()
-	p.mu.Lock()
-	p.servers[ip], p.cancel[ip] = hs, cancel
-	p.mu.Unlock()
-	return nil
+	}
+	_ = cmd.Process.Kill()
+	return fmt.Errorf("emulator on %s did not answer /health", ip)
 }
 
 func (p *podRunner) stopAll() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	for ip, s := range p.servers {
-		s.Close()
-		p.cancel[ip]()
+	for _, c := range p.procs {
+		_ = c.Process.Kill()
 	}
+	p.mu.Unlock()
+	p.wg.Wait()
 }
 
 // TestClosedLoop: the planner scales Deployments of emulated prefill and
@@ -148,9 +142,9 @@ func TestClosedLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, role := range []string{"prefill", "decode"} {
-		labels := map[string]string{"app": "qwen3-8b", "role": role}
+		labels := map[string]string{"app": "qwen3-32b", "role": role}
 		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Name: "qwen3-8b-" + role},
+			ObjectMeta: metav1.ObjectMeta{Name: "qwen3-32b-" + role},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 					NodeSelector:   map[string]string{"e2e-case": "loop"},
@@ -169,14 +163,21 @@ func TestClosedLoop(t *testing.T) {
 	env := estimate.Env{Catalog: catalog.MustDefault(), Params: params}
 	q := estimate.Defaults()
 	q.Model, q.GPU, q.Precision, q.Backend, q.TP = "Qwen/Qwen3-32B", "h100_sxm", "fp8", "vllm", 1
-	runner := &podRunner{ns: ns, env: env, q: q, servers: map[string]*http.Server{}, cancel: map[string]context.CancelFunc{}}
+	// The emulator is the gpuplane binary, built from this checkout.
+	bin := filepath.Join(t.TempDir(), "gpuplane")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/gpuplane")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build gpuplane: %v\n%s", err, out)
+	}
+	runner := &podRunner{ns: ns, bin: bin, procs: map[string]*exec.Cmd{},
+		args: []string{"--model", q.Model, "--gpu", q.GPU, "--precision", q.Precision, "--backend", q.Backend, "--served-model-name", "qwen3-32b"}}
 	rctx, stopRunner := context.WithCancel(ctx)
 	defer func() { stopRunner(); runner.stopAll() }()
 	go runner.run(rctx, t)
 
 	// The frontend finds the workers by label.
 	pods := func(role string) frontend.Pods {
-		return frontend.Pods{Client: cs, Namespace: ns, Selector: "app=qwen3-8b,role=" + role, Port: 8000}
+		return frontend.Pods{Client: cs, Namespace: ns, Selector: "app=qwen3-32b,role=" + role, Port: 8000}
 	}
 	fe := &frontend.Frontend{Prefill: pods("prefill"), Decode: pods("decode"), Refresh: 500 * time.Millisecond}
 	freg := prometheus.NewRegistry()
@@ -203,8 +204,8 @@ func TestClosedLoop(t *testing.T) {
 engine: {model: Qwen/Qwen3-32B, gpu: h100_sxm, precision: fp8, backend: vllm}
 metrics: {scrape: {prefill: [unused], decode: [unused]}}
 targets:
-  prefill: {group: apps, version: v1, resource: deployments, namespace: %[1]s, name: qwen3-8b-prefill}
-  decode: {group: apps, version: v1, resource: deployments, namespace: %[1]s, name: qwen3-8b-decode}
+  prefill: {group: apps, version: v1, resource: deployments, namespace: %[1]s, name: qwen3-32b-prefill}
+  decode: {group: apps, version: v1, resource: deployments, namespace: %[1]s, name: qwen3-32b-decode}
 `, ns)))
 	if err != nil {
 		t.Fatal(err)
@@ -237,8 +238,8 @@ targets:
 	t0 := time.Now()
 	go func() {
 		for rctx.Err() == nil {
-			p, err1 := cs.AppsV1().Deployments(ns).Get(rctx, "qwen3-8b-prefill", metav1.GetOptions{})
-			d, err2 := cs.AppsV1().Deployments(ns).Get(rctx, "qwen3-8b-decode", metav1.GetOptions{})
+			p, err1 := cs.AppsV1().Deployments(ns).Get(rctx, "qwen3-32b-prefill", metav1.GetOptions{})
+			d, err2 := cs.AppsV1().Deployments(ns).Get(rctx, "qwen3-32b-decode", metav1.GetOptions{})
 			if err1 == nil && err2 == nil {
 				mu.Lock()
 				samples = append(samples, sample{time.Since(t0).Seconds(), *p.Spec.Replicas, *d.Spec.Replicas, len(fe.Workers()["prefill"])})
@@ -255,7 +256,7 @@ targets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, recs, err := bench.Run(ctx, bench.Options{URL: "http://" + fln.Addr().String(), Model: "qwen3-8b", Source: src,
+	sum, recs, err := bench.Run(ctx, bench.Options{URL: "http://" + fln.Addr().String(), Model: "qwen3-32b", Source: src,
 		Duration: time.Duration(end * float64(time.Second)), SLOTTFT: 500 * time.Millisecond, SLOITL: 30 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
