@@ -16,10 +16,11 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/frontend"
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
+	"github.com/gpuplane/gpuplane/internal/workers"
 )
 
 func newFrontendCmd(g *globals) *cobra.Command {
-	var workers, prefill, decode []string
+	var aggURLs, prefill, decode []string
 	var sel, prefillSel, decodeSel, ns, kubeconfig, host string
 	var port, workerPort int
 	cmd := &cobra.Command{
@@ -40,14 +41,14 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
 				if err != nil {
 					return nil, err
 				}
-				return frontend.Pods{Client: c, Namespace: ns, Selector: s, Port: workerPort}, nil
+				return workers.Pods{Client: c, Namespace: ns, Selector: s, Port: workerPort}, nil
 			}
 			var err error
 			switch {
-			case len(workers) > 0:
-				f.Agg = frontend.Static(workers)
+			case len(aggURLs) > 0:
+				f.Agg = workers.Static(aggURLs)
 			case len(prefill) > 0 && len(decode) > 0:
-				f.Prefill, f.Decode = frontend.Static(prefill), frontend.Static(decode)
+				f.Prefill, f.Decode = workers.Static(prefill), workers.Static(decode)
 			case sel != "":
 				if f.Agg, err = pods(sel); err != nil {
 					return err
@@ -88,7 +89,7 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&workers, "workers", nil, "aggregated workers' base URLs")
+	fl.StringSliceVar(&aggURLs, "workers", nil, "aggregated workers' base URLs")
 	fl.StringSliceVar(&prefill, "prefill-workers", nil, "prefill workers' base URLs")
 	fl.StringSliceVar(&decode, "decode-workers", nil, "decode workers' base URLs")
 	fl.StringVar(&sel, "selector", "", "label selector of aggregated worker pods")

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
 	"github.com/gpuplane/gpuplane/internal/plannerlive"
@@ -49,7 +50,7 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			if err != nil {
 				return fmt.Errorf("--config %s: %w", file, err)
 			}
-			src, err := cfg.Source(p.Config().Interval)
+			src, err := cfg.Source(p.Config().Interval, func() (kubernetes.Interface, error) { return kubeclient.Clientset(kubeconfig) })
 			if err != nil {
 				return err
 			}

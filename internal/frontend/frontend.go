@@ -28,12 +28,6 @@ type Discovery interface {
 	Workers(ctx context.Context) ([]string, error)
 }
 
-// Static is a fixed list of workers.
-type Static []string
-
-// Workers returns the list.
-func (s Static) Workers(context.Context) ([]string, error) { return s, nil }
-
 // Frontend is the router.
 type Frontend struct {
 	// Agg serves aggregated; Prefill and Decode serve disaggregated (both set).

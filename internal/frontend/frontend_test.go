@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"github.com/gpuplane/gpuplane/internal/workers"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -58,7 +59,7 @@ func TestDisaggregatedRouting(t *testing.T) {
 	p1, preg := worker(t, "prefill")
 	d1, dreg1 := worker(t, "decode")
 	d2, dreg2 := worker(t, "decode")
-	f := &Frontend{Prefill: Static{p1}, Decode: Static{d1, d2}}
+	f := &Frontend{Prefill: workers.Static{p1}, Decode: workers.Static{d1, d2}}
 	reg := prometheus.NewRegistry()
 	if err := f.Register(reg); err != nil {
 		t.Fatal(err)
@@ -107,7 +108,7 @@ func TestDisaggregatedRouting(t *testing.T) {
 }
 
 func TestNoWorkers(t *testing.T) {
-	f := &Frontend{Agg: Static{}}
+	f := &Frontend{Agg: workers.Static{}}
 	reg := prometheus.NewRegistry()
 	f.Register(reg)
 	f.refresh(context.Background())

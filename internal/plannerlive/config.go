@@ -1,8 +1,11 @@
 package plannerlive
 
 import (
+	"k8s.io/client-go/kubernetes"
+
 	"bytes"
 	"fmt"
+	"github.com/gpuplane/gpuplane/internal/workers"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -34,8 +37,14 @@ type Config struct {
 			DecodeSelector  string `json:"decodeSelector"`
 		} `json:"prometheus,omitempty"`
 		Scrape *struct {
-			Prefill []string `json:"prefill"`
-			Decode  []string `json:"decode"`
+			// Prefill and Decode are metrics URLs; or the workers are the
+			// Running, Ready pods of the selectors in Namespace, at Port.
+			Prefill         []string `json:"prefill,omitempty"`
+			Decode          []string `json:"decode,omitempty"`
+			Namespace       string   `json:"namespace,omitempty"`
+			PrefillSelector string   `json:"prefillSelector,omitempty"`
+			DecodeSelector  string   `json:"decodeSelector,omitempty"`
+			Port            int      `json:"port,omitempty"`
 		} `json:"scrape,omitempty"`
 	} `json:"metrics"`
 	Targets struct {
@@ -60,8 +69,12 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("metrics: give exactly one of prometheus or scrape")
 	case m.Prometheus != nil && (m.Prometheus.URL == "" || m.Prometheus.PrefillSelector == "" || m.Prometheus.DecodeSelector == ""):
 		return nil, fmt.Errorf("metrics.prometheus: url, prefillSelector and decodeSelector are required")
-	case m.Scrape != nil && (len(m.Scrape.Prefill) == 0 || len(m.Scrape.Decode) == 0):
+	case m.Scrape != nil && (len(m.Scrape.Prefill) > 0 || len(m.Scrape.Decode) > 0) == (m.Scrape.PrefillSelector != "" || m.Scrape.DecodeSelector != ""):
+		return nil, fmt.Errorf("metrics.scrape: give prefill and decode metrics URLs, or prefillSelector and decodeSelector (pods), not both or neither")
+	case m.Scrape != nil && m.Scrape.PrefillSelector == "" && (len(m.Scrape.Prefill) == 0 || len(m.Scrape.Decode) == 0):
 		return nil, fmt.Errorf("metrics.scrape: prefill and decode need at least one metrics URL each")
+	case m.Scrape != nil && m.Scrape.PrefillSelector != "" && (m.Scrape.DecodeSelector == "" || m.Scrape.Namespace == ""):
+		return nil, fmt.Errorf("metrics.scrape: prefillSelector needs decodeSelector and namespace (port defaults to 8000)")
 	}
 	if _, err := ParseDialect(m.Engine); err != nil {
 		return nil, err
@@ -112,7 +125,9 @@ func (c *Config) Build(env estimate.Env) (*planner.Planner, error) {
 }
 
 // Source builds the configured metrics source.
-func (c *Config) Source(interval float64) (MetricsSource, error) {
+// pods, when the workers are found by label, makes the targets with a
+// client from newClient.
+func (c *Config) Source(interval float64, newClient func() (kubernetes.Interface, error)) (MetricsSource, error) {
 	d, err := ParseDialect(c.Metrics.Engine)
 	if err != nil {
 		return nil, err
@@ -121,5 +136,18 @@ func (c *Config) Source(interval float64) (MetricsSource, error) {
 		return NewPromSource(p.URL, p.PrefillSelector, p.DecodeSelector, time.Duration(interval*float64(time.Second)), d)
 	}
 	s := c.Metrics.Scrape
-	return &ScrapeSource{Prefill: s.Prefill, Decode: s.Decode, Dialect: d}, nil
+	src := &ScrapeSource{Prefill: s.Prefill, Decode: s.Decode, Dialect: d}
+	if s.PrefillSelector != "" {
+		client, err := newClient()
+		if err != nil {
+			return nil, err
+		}
+		port := s.Port
+		if port == 0 {
+			port = 8000
+		}
+		src.PrefillTargets = workers.Pods{Client: client, Namespace: s.Namespace, Selector: s.PrefillSelector, Port: port}
+		src.DecodeTargets = workers.Pods{Client: client, Namespace: s.Namespace, Selector: s.DecodeSelector, Port: port}
+	}
+	return src, nil
 }

@@ -1,6 +1,8 @@
 package plannerlive
 
 import (
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	"strings"
 	"testing"
 
@@ -34,8 +36,23 @@ func TestConfig(t *testing.T) {
 		"two sources":   strings.Replace(good, "metrics: {", "metrics: {prometheus: {url: x, prefillSelector: a, decodeSelector: b}, ", 1),
 		"no target":     strings.Replace(good, "name: d}", "name: \"\"}", 1),
 		"no engine":     strings.Replace(good, "gpu: h100_sxm, ", "", 1),
+		"urls and pods": strings.Replace(good, "scrape: {", "scrape: {prefillSelector: role=prefill, ", 1),
+		"pods half":     strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "scrape: {prefillSelector: role=prefill, namespace: s}", 1),
 	}
-	wants := map[string]string{"unknown field": "speed", "two sources": "exactly one", "no target": "targets.decode", "no engine": "engine.model"}
+	wants := map[string]string{"unknown field": "speed", "two sources": "exactly one", "no target": "targets.decode", "no engine": "engine.model",
+		"urls and pods": "not both or neither", "pods half": "needs decodeSelector"}
+	// Workers found by label: the source gets its client only then.
+	pods := strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`,
+		"scrape: {namespace: s, prefillSelector: role=prefill, decodeSelector: role=decode}", 1)
+	pc, err := ParseConfig([]byte(pods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := false
+	src, err := pc.Source(30, func() (kubernetes.Interface, error) { asked = true; return fake.NewClientset(), nil })
+	if err != nil || !asked || src.(*ScrapeSource).PrefillTargets == nil {
+		t.Errorf("pod scrape source: %+v %v (client asked: %v)", src, err, asked)
+	}
 	for name, doc := range cases {
 		if _, err := ParseConfig([]byte(doc)); err == nil || !strings.Contains(err.Error(), wants[name]) {
 			t.Errorf("%s: error %v, want it to mention %q", name, err, wants[name])

@@ -21,6 +21,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/go-logr/logr"
@@ -33,6 +34,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/frontend"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/plannerlive"
+	"github.com/gpuplane/gpuplane/internal/workers"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 
@@ -176,8 +178,8 @@ func TestClosedLoop(t *testing.T) {
 	go runner.run(rctx, t)
 
 	// The frontend finds the workers by label.
-	pods := func(role string) frontend.Pods {
-		return frontend.Pods{Client: cs, Namespace: ns, Selector: "app=qwen3-32b,role=" + role, Port: 8000}
+	pods := func(role string) workers.Pods {
+		return workers.Pods{Client: cs, Namespace: ns, Selector: "app=qwen3-32b,role=" + role, Port: 8000}
 	}
 	fe := &frontend.Frontend{Prefill: pods("prefill"), Decode: pods("decode"), Refresh: 500 * time.Millisecond}
 	freg := prometheus.NewRegistry()
@@ -202,7 +204,7 @@ func TestClosedLoop(t *testing.T) {
 	cfg, err := plannerlive.ParseConfig([]byte(fmt.Sprintf(`planner: {intervalSeconds: 5, ttftMs: 500, itlMs: 30, startupDelaySeconds: 5, predictor: holt,
   cooldownSeconds: 5, stabilizationSeconds: 15, maxPrefill: 4, maxDecode: 3}
 engine: {model: Qwen/Qwen3-32B, gpu: h100_sxm, precision: fp8, backend: vllm}
-metrics: {scrape: {prefill: [unused], decode: [unused]}}
+metrics: {scrape: {namespace: %[1]s, prefillSelector: "app=qwen3-32b,role=prefill", decodeSelector: "app=qwen3-32b,role=decode", port: 8000}}
 targets:
   prefill: {group: apps, version: v1, resource: deployments, namespace: %[1]s, name: qwen3-32b-prefill}
   decode: {group: apps, version: v1, resource: deployments, namespace: %[1]s, name: qwen3-32b-decode}
@@ -218,8 +220,12 @@ targets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := &plannerlive.Runner{Planner: pl, Log: testLogger(t),
-		Metrics: &plannerlive.ScrapeSource{PrefillTargets: pods("prefill"), DecodeTargets: pods("decode")},
+	// The planner finds the workers by label too, as its config says.
+	metricsSrc, err := cfg.Source(pl.Config().Interval, func() (kubernetes.Interface, error) { return cs, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &plannerlive.Runner{Planner: pl, Log: testLogger(t), Metrics: metricsSrc,
 		Prefill: &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Prefill},
 		Decode:  &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Decode}}
 	if err := pr.Register(prometheus.NewRegistry()); err != nil {

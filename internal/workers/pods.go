@@ -1,4 +1,7 @@
-package frontend
+// Package workers finds inference workers' base URLs: a static list, or
+// the Running, Ready pods of a label selector. The frontend routes to them
+// and the planner scrapes them.
+package workers
 
 import (
 	"context"
@@ -9,6 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
+
+// Static is a fixed list of workers.
+type Static []string
+
+// Workers returns the list.
+func (s Static) Workers(context.Context) ([]string, error) { return s, nil }
 
 // Pods discovers workers as the Running, Ready pods matching a label
 // selector, at their pod IP and Port.
