@@ -2,43 +2,16 @@ package bench
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/gpuplane/gpuplane/internal/catalog"
-	"github.com/gpuplane/gpuplane/internal/emulate"
-	"github.com/gpuplane/gpuplane/internal/estimate"
-	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/emulate/emulatetest"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 
-// emulator starts an emulated Qwen3-8B on an H100 on loopback.
-func emulator(t *testing.T) string {
-	t.Helper()
-	p, err := perf.DefaultParams()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := estimate.Defaults()
-	q.Model, q.GPU, q.TP = "Qwen/Qwen3-8B", "h100_sxm", 1
-	srv, err := emulate.New(estimate.Env{Catalog: catalog.MustDefault(), Params: p}, emulate.Config{Query: q, ServedName: "m"},
-		prometheus.NewRegistry(), time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go srv.RT.Run(ctx)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); cancel() })
-	return ts.URL
-}
-
 func TestLoads(t *testing.T) {
-	url := emulator(t)
+	url, _ := emulatetest.Start(t, "agg")
 	ctx := context.Background()
 	base := Options{URL: url, Model: "m", ISL: workload.Fixed{N: 200}, OSL: workload.Fixed{N: 20}, Duration: 2 * time.Second,
 		SLOTTFT: 5 * time.Second, SLOITL: time.Second}

@@ -66,24 +66,26 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 	runCtx, stop := context.WithTimeout(ctx, o.Duration)
 	defer stop()
 	var wg sync.WaitGroup
-	launch := func(isl, osl int) {
+	// send makes a prompt, sends it and records the outcome.
+	send := func(isl, osl int) {
 		mu.Lock()
 		text := prompt(isl, rng)
 		mu.Unlock()
+		rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
+		defer cancel()
+		r := c.do(rctx, t0, text, isl, osl)
+		if r.Error != "" {
+			failed.Add(1)
+		}
+		done.Add(1)
+		outTok.Add(int64(r.OutputTokens))
+		mu.Lock()
+		recs = append(recs, r)
+		mu.Unlock()
+	}
+	launch := func(isl, osl int) {
 		sent.Add(1)
-		wg.Go(func() {
-			rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
-			defer cancel()
-			r := c.do(rctx, t0, text, isl, osl)
-			if r.Error != "" {
-				failed.Add(1)
-			}
-			done.Add(1)
-			outTok.Add(int64(r.OutputTokens))
-			mu.Lock()
-			recs = append(recs, r)
-			mu.Unlock()
-		})
+		wg.Go(func() { send(isl, osl) })
 	}
 	progressDone := make(chan struct{})
 	if o.Progress != nil {
@@ -111,21 +113,8 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 				urng := rand.New(rand.NewPCG(o.Seed+uint64(u)+1, 7))
 				for runCtx.Err() == nil && budget() {
 					isl, osl := o.ISL.Sample(urng), o.OSL.Sample(urng)
-					mu.Lock()
-					text := prompt(isl, rng)
-					mu.Unlock()
 					sent.Add(1)
-					rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
-					r := c.do(rctx, t0, text, isl, osl)
-					cancel()
-					if r.Error != "" {
-						failed.Add(1)
-					}
-					done.Add(1)
-					outTok.Add(int64(r.OutputTokens))
-					mu.Lock()
-					recs = append(recs, r)
-					mu.Unlock()
+					send(isl, osl)
 				}
 			})
 		}

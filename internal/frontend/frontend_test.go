@@ -13,31 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuplane/gpuplane/internal/bench"
-	"github.com/gpuplane/gpuplane/internal/catalog"
-	"github.com/gpuplane/gpuplane/internal/emulate"
-	"github.com/gpuplane/gpuplane/internal/estimate"
-	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/emulate/emulatetest"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 
 func worker(t *testing.T, role string) (string, *prometheus.Registry) {
-	t.Helper()
-	p, err := perf.DefaultParams()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := estimate.Defaults()
-	q.Model, q.GPU, q.TP = "Qwen/Qwen3-8B", "h100_sxm", 1
-	reg := prometheus.NewRegistry()
-	srv, err := emulate.New(estimate.Env{Catalog: catalog.MustDefault(), Params: p}, emulate.Config{Query: q, Role: role, ServedName: "m"}, reg, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go srv.RT.Run(ctx)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); cancel() })
-	return ts.URL, reg
+	return emulatetest.Start(t, role)
 }
 
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
