@@ -237,7 +237,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, chat 
 			flusher.Flush()
 		}
 	}
-	sent := 0
+	sent, first := 0, true
 	for n := range tokens {
 		if r.Context().Err() != nil {
 			continue // the client left; drain so the engine's accounting stays whole
@@ -246,13 +246,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, chat 
 		sent = n
 		if chat {
 			delta := map[string]string{"content": piece}
-			if sent == n && n <= 1 {
+			if first {
 				delta["role"] = "assistant"
 			}
 			send(map[string]any{"index": 0, "delta": delta, "finish_reason": nil}, nil)
 		} else {
 			send(map[string]any{"index": 0, "text": piece, "finish_reason": nil}, nil)
 		}
+		first = false
 	}
 	if r.Context().Err() != nil {
 		return
