@@ -214,3 +214,19 @@ func TestCapacity(t *testing.T) {
 		t.Errorf("what-if: %d fit (%+v), want 27 with the new node marked", rep.Fits, rep.PerNode)
 	}
 }
+
+func TestTextSumsUpManyNodes(t *testing.T) {
+	s := snapshotOf(t, "  nodePools:\n  - {name: h, profile: hgx-h100, count: 20, gpus: 1}\n")
+	place(t, s, claimOf("big", "gpu.gpuplane.io", "", 2))
+	rep, err := ExplainClaim(context.Background(), s, "default", "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b, false); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(b.String(), "devices are candidates") != maxNodesShown || !strings.Contains(b.String(), "12 more node(s)") {
+		t.Errorf("text report:\n%s", b.String())
+	}
+}

@@ -35,13 +35,22 @@ func (r *Report) WriteText(w io.Writer, allDevices bool) error {
 			alt = fmt.Sprintf(", firstAvailable alternative %d", rr.Alternative)
 		}
 		fmt.Fprintf(&b, "\nrequest %s of %s (class %s, %s%s):\n", rr.Request, rr.Claim, rr.Class, what, alt)
-		var otherClass []string
-		for _, n := range rr.Nodes {
+		var otherClass, more []string
+		// The nodes closest to serving first; a long tail is summed up.
+		nodes := append([]NodeRequest(nil), rr.Nodes...)
+		sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Candidates > nodes[j].Candidates })
+		shown := 0
+		for _, n := range nodes {
 			groups, order, foreign := group(n, rr.Class)
 			if foreign == len(n.Devices) {
 				otherClass = append(otherClass, n.Node)
 				continue
 			}
+			if shown == maxNodesShown && !allDevices {
+				more = append(more, n.Node)
+				continue
+			}
+			shown++
 			mark := "not enough"
 			if rr.enough(n) {
 				mark = "enough"
@@ -62,6 +71,9 @@ func (r *Report) WriteText(w io.Writer, allDevices bool) error {
 				fmt.Fprintf(&b, "    %-10s x%d %s (e.g. %s)\n", g.kind, g.n, g.example.Reason, g.example.Device)
 			}
 		}
+		if len(more) > 0 {
+			fmt.Fprintf(&b, "  %d more node(s) with fewer candidates (-o json or --devices lists them): %s\n", len(more), shortList(more, 6))
+		}
 		if len(otherClass) > 0 {
 			fmt.Fprintf(&b, "  %d node(s) publish no device of class %s: %s\n", len(otherClass), rr.Class, shortList(otherClass, 6))
 		}
@@ -78,6 +90,9 @@ func (r *Report) WriteText(w io.Writer, allDevices bool) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// maxNodesShown bounds the text report on large clusters.
+const maxNodesShown = 8
 
 type reasonGroup struct {
 	kind    string
