@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -55,21 +52,11 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			go srv.RT.Run(ctx)
-			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-			go func() {
-				<-ctx.Done()
-				// Requests in flight finish first (up to the grace period), as vLLM drains.
-				sctx, cancel := context.WithTimeout(context.Background(), grace)
-				defer cancel()
-				_ = hs.Shutdown(sctx)
-			}()
 			g.log.Info("emulated worker serving", "addr", ln.Addr().String(), "model", srv.Model, "role", cfg.Role,
 				"maxModelLen", srv.MaxModelLen, "kvTokens", srv.RT.KVTokens())
 			fmt.Fprintf(g.stderr, "serving %s on http://%s (role %s, KV cache %d tokens)\n", srv.Model, ln.Addr(), roleName(cfg.Role), srv.RT.KVTokens())
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			// Requests in flight finish first (up to the grace period), as vLLM drains.
+			return serve(ctx, ln, srv.Handler(), grace)
 		},
 	}
 	f := cmd.Flags()

@@ -1,11 +1,9 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -74,18 +72,8 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			go f.Run(ctx)
-			hs := &http.Server{Handler: f.Handler(reg), ReadHeaderTimeout: 10 * time.Second}
-			go func() {
-				<-ctx.Done()
-				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = hs.Shutdown(sctx)
-			}()
 			fmt.Fprintf(g.stderr, "frontend on http://%s\n", ln.Addr())
-			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			return serve(ctx, ln, f.Handler(reg), 30*time.Second)
 		},
 	}
 	fl := cmd.Flags()
