@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -224,22 +225,17 @@ func (f *Frontend) route(w http.ResponseWriter, r *http.Request) {
 		}
 		pool = "decode"
 	}
-	worker, busy, err := f.pick(pool)
+	resp, worker, release, err := f.post(r.Context(), pool, r.URL.Path, body)
 	if err != nil {
 		f.count("error")
-		openAIError(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
-	busy.Add(1)
-	defer busy.Add(-1)
-	req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, worker+r.URL.Path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.client().Do(req)
-	if err != nil {
-		f.count("error")
+		if worker == "" {
+			openAIError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
 		openAIError(w, http.StatusBadGateway, fmt.Sprintf("worker %s: %v", worker, err))
 		return
 	}
+	defer release()
 	defer resp.Body.Close()
 	for k, vs := range resp.Header {
 		for _, v := range vs {
@@ -313,24 +309,65 @@ func (f *Frontend) prefill(ctx context.Context, path string, body []byte) (int, 
 	req["max_tokens"], req["stream"] = 1, false
 	delete(req, "stream_options")
 	b, _ := json.Marshal(req)
-	worker, busy, err := f.pick("prefill")
+	resp, worker, release, err := f.post(ctx, "prefill", path, b)
 	if err != nil {
-		return http.StatusServiceUnavailable, err
-	}
-	busy.Add(1)
-	defer busy.Add(-1)
-	hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, worker+path, bytes.NewReader(b))
-	hr.Header.Set("Content-Type", "application/json")
-	resp, err := f.client().Do(hr)
-	if err != nil {
+		if worker == "" {
+			return http.StatusServiceUnavailable, err
+		}
 		return http.StatusBadGateway, fmt.Errorf("worker %s: %v", worker, err)
 	}
+	defer release()
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, fmt.Errorf("worker %s: %s", worker, strings.TrimSpace(string(msg)))
 	}
 	return http.StatusOK, nil
+}
+
+// post sends body to a worker of pool. A worker that refuses the
+// connection (it is shutting down, the list is a moment old) has seen
+// nothing, so the request goes to another one and the refusing worker is
+// dropped until the next refresh. release ends the worker's in-flight count.
+func (f *Frontend) post(ctx context.Context, pool, path string, body []byte) (*http.Response, string, func(), error) {
+	var lastErr error
+	for range 3 {
+		worker, busy, err := f.pick(pool)
+		if err != nil {
+			if lastErr != nil {
+				return nil, "", nil, fmt.Errorf("%v (after: %v)", err, lastErr)
+			}
+			return nil, "", nil, err
+		}
+		busy.Add(1)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, worker+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := f.client().Do(req)
+		if err == nil {
+			return resp, worker, func() { busy.Add(-1) }, nil
+		}
+		busy.Add(-1)
+		var op *net.OpError
+		if !errors.As(err, &op) || op.Op != "dial" {
+			return nil, worker, nil, err
+		}
+		f.drop(pool, worker)
+		lastErr = fmt.Errorf("worker %s: %v", worker, err)
+	}
+	return nil, "", nil, lastErr
+}
+
+// drop removes a worker from a pool's list until the next refresh.
+func (f *Frontend) drop(pool, worker string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ws := f.pools[pool][:0:0]
+	for _, w := range f.pools[pool] {
+		if w != worker {
+			ws = append(ws, w)
+		}
+	}
+	f.pools[pool] = ws
 }
 
 // usage finds the last usage object in a response's tail.

@@ -107,3 +107,33 @@ func TestNoWorkers(t *testing.T) {
 		t.Errorf("health %d with no workers", r.StatusCode)
 	}
 }
+
+// A worker that refuses connections (shutting down) is skipped: the request
+// goes to the next one and nothing is lost.
+func TestRefusingWorkerIsSkipped(t *testing.T) {
+	good, _ := worker(t, "agg")
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	f := &Frontend{Agg: workers.Static{deadURL, good}}
+	reg := prometheus.NewRegistry()
+	f.Register(reg)
+	f.refresh(context.Background())
+	f.inflight[good].Add(1) // the dead worker looks least busy: it is tried first
+	ts := httptest.NewServer(f.Handler(reg))
+	defer ts.Close()
+	for range 3 {
+		resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"hello","max_tokens":3}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%d %s", resp.StatusCode, b)
+		}
+	}
+	if got := f.Workers()["agg"]; len(got) != 1 || got[0] != good {
+		t.Errorf("workers after a refusal: %v", got)
+	}
+}

@@ -77,7 +77,7 @@ func (p *podRunner) run(ctx context.Context, t *testing.T) {
 				if !live[ip] {
 					delete(p.procs, ip)
 					go func() {
-						time.Sleep(2 * time.Second)
+						time.Sleep(5 * time.Second)
 						_ = cmd.Process.Signal(syscall.SIGTERM)
 					}()
 				}
