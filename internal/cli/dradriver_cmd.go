@@ -10,9 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -100,15 +97,7 @@ ResourceSlices and touches no cluster: a what-if for capacity planning.
 func writeSlices(g *globals, nodes []fleet.Node) error {
 	var buf bytes.Buffer
 	for _, n := range nodes {
-		for i, s := range n.Slices.Slices {
-			rs := resourceapi.ResourceSlice{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceSlice"},
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%x-%s-%s", i, plugin.DriverName, n.Name)},
-				Spec: resourceapi.ResourceSliceSpec{Driver: plugin.DriverName,
-					Pool:    resourceapi.ResourcePool{Name: n.Name, Generation: 1, ResourceSliceCount: int64(len(n.Slices.Slices))},
-					Devices: s.Devices, SharedCounters: s.SharedCounters},
-			}
-			rs.Spec.NodeName = ptr.To(n.Name)
+		for _, rs := range n.Slices.ResourceSlices(plugin.DriverName, n.Name) {
 			if err := writeDoc(&buf, rs); err != nil {
 				return err
 			}

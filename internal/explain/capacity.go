@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/structured"
-	"k8s.io/utils/ptr"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/dra/fleet"
@@ -95,12 +94,8 @@ func (s *Snapshot) AddFleet(f *fleet.File, c *catalog.Catalog, driver string) (m
 			}
 		}
 		s.Nodes = append(s.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}})
-		for i, sl := range n.Slices.Slices {
-			s.Slices = append(s.Slices, &resourceapi.ResourceSlice{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", n.Name, i)},
-				Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(n.Name), Devices: sl.Devices, SharedCounters: sl.SharedCounters,
-					Pool: resourceapi.ResourcePool{Name: n.Name, Generation: 1, ResourceSliceCount: int64(len(n.Slices.Slices))}},
-			})
+		for _, rs := range n.Slices.ResourceSlices(driver, n.Name) {
+			s.Slices = append(s.Slices, &rs)
 		}
 		added[n.Name] = true
 	}

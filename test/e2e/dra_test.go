@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -146,13 +145,8 @@ func gpuNode(ctx context.Context, t *testing.T, n testcluster.GPUNode, profile s
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, s := range r.Slices {
-		if _, err := cluster.Client.ResourceV1().ResourceSlices().Create(ctx, &resourcev1.ResourceSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", node.Name, i)},
-			Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node.Name),
-				Pool:    resourcev1.ResourcePool{Name: node.Name, Generation: 1, ResourceSliceCount: int64(len(r.Slices))},
-				Devices: s.Devices},
-		}, metav1.CreateOptions{}); err != nil {
+	for _, rs := range r.ResourceSlices(driver, node.Name) {
+		if _, err := cluster.Client.ResourceV1().ResourceSlices().Create(ctx, &rs, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/utils/ptr"
 
@@ -320,3 +321,19 @@ func taintValue(reason string) string {
 }
 
 func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+
+// ResourceSlices are the slices as objects of node's pool, for printing
+// (dry runs) and what-if snapshots; a live node publishes through the
+// resourceslice controller instead, which names them itself.
+func (r *Result) ResourceSlices(driver, node string) []resourceapi.ResourceSlice {
+	out := make([]resourceapi.ResourceSlice, len(r.Slices))
+	for i, s := range r.Slices {
+		out[i] = resourceapi.ResourceSlice{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceSlice"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%x-%s-%s", i, driver, node)},
+			Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node), Devices: s.Devices, SharedCounters: s.SharedCounters,
+				Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: int64(len(r.Slices))}},
+		}
+	}
+	return out
+}
