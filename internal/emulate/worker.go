@@ -2,7 +2,6 @@ package emulate
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -49,12 +48,13 @@ func New(env estimate.Env, cfg Config, reg *prometheus.Registry, clock Clock) (*
 	if srv.DefaultMaxTokens <= 0 {
 		srv.DefaultMaxTokens = 256
 	}
-	var m *Metrics
-	rt, err := NewRealtime(w, role, clock, observerFunc(func() Observer { return m }))
+	// The metrics read the engine's state, which exists once the engine does.
+	var rt *Realtime
+	m, err := NewMetrics(reg, name, func() (int, int, float64) { return rt.Stats() })
 	if err != nil {
 		return nil, err
 	}
-	if m, err = NewMetrics(reg, name, rt.Stats); err != nil {
+	if rt, err = NewRealtime(w, role, clock, m); err != nil {
 		return nil, err
 	}
 	srv.RT = rt
@@ -82,14 +82,4 @@ func parseRole(s string) (engine.Role, error) {
 		return engine.Decode, nil
 	}
 	return 0, fmt.Errorf("role: %q, want agg, prefill or decode", s)
-}
-
-// observerFunc defers to an observer made after the engine (the metrics
-// need the engine's stats).
-type observerFunc func() Observer
-
-func (f observerFunc) FirstToken(isl int, d time.Duration) { f().FirstToken(isl, d) }
-func (f observerFunc) Token(d time.Duration)               { f().Token(d) }
-func (f observerFunc) Finished(isl, osl int, d time.Duration, reason string) {
-	f().Finished(isl, osl, d, reason)
 }

@@ -95,7 +95,7 @@ func (d *Discoverer) gpu(i int, dev nvdev.Device) (inventory.GPU, error) {
 		}
 	}
 	if mode, ret := dev.GetVirtualizationMode(); ret == nvml.SUCCESS && mode == nvml.GPU_VIRTUALIZATION_MODE_VGPU {
-		g.VGPU = d.vgpu(g.ProductName, g.MemoryBytes)
+		g.VGPU = d.vgpu(g.ProductName)
 	}
 	capable, err := dev.IsMigCapable()
 	if err != nil {
@@ -122,7 +122,7 @@ func (d *Discoverer) gpu(i int, dev nvdev.Device) (inventory.GPU, error) {
 
 // vgpu reads the share from the vGPU type's framebuffer against the physical
 // GPU's nominal size: "NVIDIA A10-8Q" on a 24 GB A10 is 1/3.
-func (d *Discoverer) vgpu(name string, mem int64) *inventory.VGPU {
+func (d *Discoverer) vgpu(name string) *inventory.VGPU {
 	v := &inventory.VGPU{Profile: name}
 	base, fb, ok := strings.Cut(strings.TrimPrefix(name, "NVIDIA "), "-")
 	if !ok {
@@ -140,7 +140,6 @@ func (d *Discoverer) vgpu(name string, mem int64) *inventory.VGPU {
 			}
 		}
 	}
-	_ = mem
 	return v
 }
 

@@ -108,7 +108,7 @@ func TestDiscoverStaticMIG(t *testing.T) {
 func TestVGPUGuest(t *testing.T) {
 	d := &Discoverer{Catalog: catalog.MustDefault()}
 	for name, want := range map[string]string{"NVIDIA A10-8Q": "1/3", "NVIDIA A10-4Q": "1/6", "NVIDIA A10-12Q": "1/2", "NVIDIA A10-24Q": "1"} {
-		if v := d.vgpu(name, 0); v.Fraction != want || v.Profile != name {
+		if v := d.vgpu(name); v.Fraction != want || v.Profile != name {
 			t.Errorf("%s: %+v, want fraction %s", name, v, want)
 		}
 	}
