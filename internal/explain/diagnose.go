@@ -45,38 +45,29 @@ type requestSpec struct {
 	capacity    map[resourceapi.QualifiedName]resource.Quantity
 }
 
+// requestsOf flattens a claim's requests, each a list of its alternatives
+// (one for a plain request). The claim has its API defaults (withDefaults).
 func requestsOf(c *resourceapi.ResourceClaim) [][]requestSpec {
 	var out [][]requestSpec
 	for _, r := range c.Spec.Devices.Requests {
-		if r.Exactly != nil {
-			out = append(out, []requestSpec{exactSpec(r.Name, r.Exactly)})
+		if e := r.Exactly; e != nil {
+			out = append(out, []requestSpec{newSpec(r.Name, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, e.Tolerations, e.Capacity)})
 			continue
 		}
 		var alts []requestSpec
 		for _, s := range r.FirstAvailable {
-			rs := requestSpec{name: r.Name + "/" + s.Name, class: s.DeviceClassName, selectors: s.Selectors, count: s.Count,
-				all: s.AllocationMode == resourceapi.DeviceAllocationModeAll, tolerations: s.Tolerations}
-			if s.Capacity != nil {
-				rs.capacity = s.Capacity.Requests
-			}
-			if rs.count == 0 && !rs.all {
-				rs.count = 1
-			}
-			alts = append(alts, rs)
+			alts = append(alts, newSpec(r.Name+"/"+s.Name, s.DeviceClassName, s.Selectors, s.AllocationMode, s.Count, s.Tolerations, s.Capacity))
 		}
 		out = append(out, alts)
 	}
 	return out
 }
 
-func exactSpec(name string, e *resourceapi.ExactDeviceRequest) requestSpec {
-	rs := requestSpec{name: name, class: e.DeviceClassName, selectors: e.Selectors, count: e.Count,
-		all: e.AllocationMode == resourceapi.DeviceAllocationModeAll, tolerations: e.Tolerations}
-	if e.Capacity != nil {
-		rs.capacity = e.Capacity.Requests
-	}
-	if rs.count == 0 && !rs.all {
-		rs.count = 1
+func newSpec(name, class string, sels []resourceapi.DeviceSelector, mode resourceapi.DeviceAllocationMode, count int64,
+	tols []resourceapi.DeviceToleration, capacity *resourceapi.CapacityRequirements) requestSpec {
+	rs := requestSpec{name: name, class: class, selectors: sels, count: count, all: mode == resourceapi.DeviceAllocationModeAll, tolerations: tols}
+	if capacity != nil {
+		rs.capacity = capacity.Requests
 	}
 	return rs
 }
