@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -64,7 +65,13 @@ func Live(ctx context.Context, c kubernetes.Interface) (*Snapshot, error) {
 	for i := range claims.Items {
 		s.Claims = append(s.Claims, &claims.Items[i])
 	}
-	if rules, err := c.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{}); err == nil {
+	// A cluster that does not serve DeviceTaintRules has none; any other
+	// failure would hide taints, so it is an error.
+	rules, err := c.ResourceV1().DeviceTaintRules().List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("list devicetaintrules: %w", err)
+	}
+	if err == nil {
 		for i := range rules.Items {
 			s.TaintRules = append(s.TaintRules, &rules.Items[i])
 		}
