@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func TestExplainAgreesWithScheduler(t *testing.T) {
 		}
 		if running {
 			placed++
-			if !rep.Allocatable || !contains(rep.FitsOn, p.Spec.NodeName) {
+			if !rep.Allocatable || !slices.Contains(rep.FitsOn, p.Spec.NodeName) {
 				t.Errorf("pod %s/%s runs on %s, explain: allocatable=%v on %v", p.Namespace, p.Name, p.Spec.NodeName, rep.Allocatable, rep.FitsOn)
 			}
 			continue
@@ -88,15 +89,6 @@ func TestExplainAgreesWithScheduler(t *testing.T) {
 		}
 	}
 	t.Log("\n" + out.String())
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func scheduledWithin(ctx context.Context, ns, name string, d time.Duration) bool {

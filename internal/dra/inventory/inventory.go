@@ -143,3 +143,24 @@ func DNSLabel(s string) string {
 		return '-'
 	}, s)
 }
+
+// Semver writes a version as a semantic version, as DRA's version
+// attributes need: missing parts are zero and leading zeros go
+// ("580.95.05" -> "580.95.5", "9.0" -> "9.0.0").
+func Semver(v string) string {
+	if v == "" {
+		return ""
+	}
+	parts := strings.Split(v, ".")
+	for len(parts) < 3 {
+		parts = append(parts, "0")
+	}
+	for i, p := range parts {
+		p = strings.TrimLeft(p, "0")
+		if p == "" {
+			p = "0"
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts[:3], ".")
+}

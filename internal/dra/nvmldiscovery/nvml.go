@@ -36,7 +36,7 @@ func (d *Discoverer) Discover() (*inventory.Node, error) {
 	defer d.Lib.Shutdown()
 	node := &inventory.Node{}
 	if v, ret := d.Lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
-		node.DriverVersion = semver(v)
+		node.DriverVersion = inventory.Semver(v)
 	}
 	if v, ret := d.Lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
 		node.CUDADriverVersion = fmt.Sprintf("%d.%d.0", v/1000, v%1000/10)
@@ -278,22 +278,6 @@ func migUUID(dev nvml.Device, gi int) (string, error) {
 		return u, nil
 	}
 	return "", errors.New("gpu instance " + fmt.Sprint(gi) + " has no MIG device (no compute instance created?)")
-}
-
-// semver turns NVIDIA's "580.95.05" into "580.95.5".
-func semver(v string) string {
-	parts := strings.Split(v, ".")
-	for len(parts) < 3 {
-		parts = append(parts, "0")
-	}
-	for i, p := range parts {
-		p = strings.TrimLeft(p, "0")
-		if p == "" {
-			p = "0"
-		}
-		parts[i] = p
-	}
-	return strings.Join(parts[:3], ".")
 }
 
 // pcieRoot is the root complex of a PCI address "0000:18:00.0": "pci0000:18"

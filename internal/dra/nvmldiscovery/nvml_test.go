@@ -11,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/dra/inventory"
 )
 
 // bare fills the device functions go-nvml's mock server leaves unset: a
@@ -116,7 +117,7 @@ func TestVGPUGuest(t *testing.T) {
 
 func TestSemver(t *testing.T) {
 	for in, want := range map[string]string{"580.95.05": "580.95.5", "550.54": "550.54.0", "570.00.1": "570.0.1"} {
-		if got := semver(in); got != want {
+		if got := inventory.Semver(in); got != want {
 			t.Errorf("semver(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -3,6 +3,7 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -82,7 +83,7 @@ func (c *GpuConfig) validate() error {
 		if s.MPS != nil {
 			return errors.New("sharing.mps: set with strategy TimeSlicing; use strategy MPS or drop it")
 		}
-		if s.TimeSlicing != nil && !contains(intervals, s.TimeSlicing.Interval) {
+		if s.TimeSlicing != nil && !slices.Contains(intervals, s.TimeSlicing.Interval) {
 			return fmt.Errorf("sharing.timeSlicing.interval: %q, want one of %s", s.TimeSlicing.Interval, strings.Join(intervals, ", "))
 		}
 	case MPS:
@@ -103,15 +104,6 @@ func (c *GpuConfig) validate() error {
 	return nil
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // configFor returns the configuration that applies to request: the class's
 // then the claim's, the later overriding the earlier, as the API orders them.
 func configFor(driver string, cfgs []resourceapi.DeviceAllocationConfiguration, request string) (*GpuConfig, error) {
@@ -120,7 +112,7 @@ func configFor(driver string, cfgs []resourceapi.DeviceAllocationConfiguration, 
 		if c.Opaque == nil || c.Opaque.Driver != driver {
 			continue
 		}
-		if len(c.Requests) > 0 && !contains(c.Requests, request) && !contains(c.Requests, strings.SplitN(request, "/", 2)[0]) {
+		if len(c.Requests) > 0 && !slices.Contains(c.Requests, request) && !slices.Contains(c.Requests, strings.SplitN(request, "/", 2)[0]) {
 			continue
 		}
 		cfg, err := DecodeConfig(c.Opaque.Parameters.Raw)

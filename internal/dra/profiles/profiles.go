@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,7 +157,7 @@ func Discover(c *catalog.Catalog, p Profile, n Node) (*inventory.Node, error) {
 			}
 			d.MIG = m
 		}
-		if p.NVLinkMNN && n.NVLinkDomain != "" && !slicesContains(n.NVLinkDown, i) {
+		if p.NVLinkMNN && n.NVLinkDomain != "" && !slices.Contains(n.NVLinkDown, i) {
 			d.NVLink = &inventory.NVLink{ClusterUUID: uuid("nvlink-domain", n.NVLinkDomain), CliqueID: n.CliqueID}
 		}
 		inv.GPUs = append(inv.GPUs, d)
@@ -248,13 +249,4 @@ func archName(a string) string {
 func uuid(parts ...string) string {
 	h := sha256.Sum256([]byte(strings.Join(parts, "/")))
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
-}
-
-func slicesContains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

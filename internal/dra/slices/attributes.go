@@ -46,7 +46,7 @@ func gpuAttributes(n *inventory.Node, g inventory.GPU, kind string) attrs {
 	a.str("productName", g.ProductName)
 	a.str("brand", g.Brand)
 	a.str("architecture", g.Architecture)
-	a.ver("cudaComputeCapability", semverOf(g.CUDAComputeCapability))
+	a.ver("cudaComputeCapability", inventory.Semver(g.CUDAComputeCapability))
 	a.ver("driverVersion", n.DriverVersion)
 	a.ver("cudaDriverVersion", n.CUDADriverVersion)
 	a.num("index", g.Index)
@@ -58,23 +58,6 @@ func gpuAttributes(n *inventory.Node, g inventory.GPU, kind string) attrs {
 		a.str("nvlinkClique", fmt.Sprintf("%s.%d", g.NVLink.ClusterUUID, g.NVLink.CliqueID))
 	}
 	return a
-}
-
-// semverOf turns "9.0" into "9.0.0".
-func semverOf(v string) string {
-	if v == "" {
-		return ""
-	}
-	dots := 0
-	for _, r := range v {
-		if r == '.' {
-			dots++
-		}
-	}
-	for ; dots < 2; dots++ {
-		v += ".0"
-	}
-	return v
 }
 
 // milli is a share of a whole GPU as a quantity: 1/7 is 142m (rounded down,
