@@ -2,8 +2,9 @@ package explain
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -89,11 +90,7 @@ func valuesSeen(expr, driver string, d *resourceapi.Device) string {
 			}
 		}
 	}
-	keys := make([]string, 0, len(seen))
-	for k := range seen {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(seen))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = k + "=" + seen[k]

@@ -3,6 +3,8 @@ package explain
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -230,9 +232,9 @@ func holderNames(hs []holder) string {
 // capacityTooSmall reports a requested capacity an exclusive device does
 // not have: on such devices a capacity request is a lower bound.
 func capacityTooSmall(rs requestSpec, nd nodeDevice) string {
-	for _, n := range sortedKeys(stringKeys(rs.capacity)) {
-		want := rs.capacity[resourceapi.QualifiedName(n)]
-		c, ok := nd.dev.Capacity[resourceapi.QualifiedName(n)]
+	for _, n := range slices.Sorted(maps.Keys(rs.capacity)) {
+		want := rs.capacity[n]
+		c, ok := nd.dev.Capacity[n]
 		if !ok {
 			return fmt.Sprintf("%s: requests %s, the device has no %s capacity", n, want.String(), n)
 		}
@@ -243,24 +245,11 @@ func capacityTooSmall(rs requestSpec, nd nodeDevice) string {
 	return ""
 }
 
-func stringKeys[V any](m map[resourceapi.QualifiedName]V) map[string]V {
-	out := make(map[string]V, len(m))
-	for k, v := range m {
-		out[string(k)] = v
-	}
-	return out
-}
-
 // capacityShort reports a consumable capacity the request would overdraw.
 func (st *state) capacityShort(rs requestSpec, nd nodeDevice, holders []holder) string {
-	names := make([]string, 0, len(nd.dev.Capacity))
-	for n := range nd.dev.Capacity {
-		names = append(names, string(n))
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		c := nd.dev.Capacity[resourceapi.QualifiedName(n)]
-		want, ok := rs.capacity[resourceapi.QualifiedName(n)]
+	for _, n := range slices.Sorted(maps.Keys(nd.dev.Capacity)) {
+		c := nd.dev.Capacity[n]
+		want, ok := rs.capacity[n]
 		if !ok {
 			if c.RequestPolicy == nil || c.RequestPolicy.Default == nil {
 				continue
@@ -293,12 +282,7 @@ func (st *state) countersShort(nd nodeDevice) string {
 		if !ok {
 			continue
 		}
-		names := make([]string, 0, len(cc.Counters))
-		for n := range cc.Counters {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(cc.Counters)) {
 			need := cc.Counters[n].Value
 			used := resource.Quantity{}
 			var who []string

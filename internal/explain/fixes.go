@@ -3,6 +3,8 @@ package explain
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,7 +61,7 @@ func fixes(ctx context.Context, st *state, claims []*resourceapi.ResourceClaim, 
 		label := fmt.Sprintf("request %s of %s", rr.Request, rr.Claim)
 		// A condition that alone rules out devices which are otherwise free.
 		spec := findSpec(claims, rr)
-		for _, cond := range sortedKeys(conds) {
+		for _, cond := range slices.Sorted(maps.Keys(conds)) {
 			// Trying a bounded number is enough to say the change would help.
 			const tryAtMost = 64
 			freed, tried := 0, 0
@@ -88,7 +90,7 @@ func fixes(ctx context.Context, st *state, claims []*resourceapi.ResourceClaim, 
 		if !rr.All && best > 0 && int64(best) < rr.Count {
 			out = append(out, fmt.Sprintf("%s: lower count from %d to %d (the most candidates on one node, %s) or split it across pods", label, rr.Count, best, bestNode))
 		}
-		for _, t := range sortedKeys(taints) {
+		for _, t := range slices.Sorted(maps.Keys(taints)) {
 			out = append(out, fmt.Sprintf("%s: %d device(s) carry taint %s; add a toleration to the request or remove the taint (DeviceTaintRule, or the device's health)", label, taints[t], t))
 		}
 		if len(holders) > 0 {
@@ -152,15 +154,6 @@ func (st *state) wouldServe(ctx context.Context, rs requestSpec, device, cond st
 	}
 	nd := nodeDevice{driver: id.Driver.String(), pool: id.Pool.String(), dev: st.index[id], counters: st.counterSets(id.Driver.String(), id.Pool.String())}
 	return st.judge(ctx, relaxed, nd).Kind == KindCandidate
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func shortList(xs []string, n int) string {
