@@ -29,7 +29,7 @@ func benchFleet(b *testing.B, features string) ([]fleet.Node, *fleet.Publisher) 
 	b.Helper()
 	benchRun++
 	ctx := context.Background()
-	ensureClasses(ctx, &testing.T{})
+	ensureClasses(ctx, b)
 	f, err := fleet.Parse([]byte(fmt.Sprintf(`apiVersion: gpuplane.io/v1alpha1
 kind: Fleet
 spec:
@@ -68,7 +68,9 @@ func BenchmarkFleetPublish64x8(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				waitFleetSlices(b, nodes, want)
+				if err := r.WaitPublished(context.Background()); err != nil {
+					b.Fatal(err)
+				}
 				d := time.Since(t0)
 				b.StopTimer()
 				r.Stop()
@@ -92,7 +94,9 @@ func BenchmarkSchedulePods512(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		waitFleetSlices(b, nodes, len(nodes))
+		if err := r.WaitPublished(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 		ctx := context.Background()
 		ns := fmt.Sprintf("bench-%d", benchRun)
 		cs := cluster.Client
@@ -164,27 +168,6 @@ func createNodes(b *testing.B, nodes []fleet.Node) {
 		}
 	}
 	for _, n := range nodes {
-		waitNodeReady(context.Background(), &testing.T{}, n.Name)
-	}
-}
-
-func waitFleetSlices(b *testing.B, nodes []fleet.Node, want int) {
-	b.Helper()
-	prefix := nodes[0].Pool
-	for {
-		list, err := cluster.Client.ResourceV1().ResourceSlices().List(context.Background(), metav1.ListOptions{FieldSelector: "spec.driver=" + driver})
-		if err != nil {
-			b.Fatal(err)
-		}
-		have := 0
-		for _, s := range list.Items {
-			if s.Spec.NodeName != nil && len(*s.Spec.NodeName) > len(prefix) && (*s.Spec.NodeName)[:len(prefix)+1] == prefix+"-" {
-				have++
-			}
-		}
-		if have >= want {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+		waitNodeReady(context.Background(), b, n.Name)
 	}
 }

@@ -45,25 +45,8 @@ func startFleet(ctx context.Context, t *testing.T, spec string) []fleet.Node {
 	for _, n := range nodes {
 		waitNodeReady(ctx, t, n.Name)
 	}
-	for {
-		// Count this fleet's slices only: other tests publish too.
-		want, have := 0, 0
-		for _, n := range nodes {
-			want += len(n.Slices.Slices)
-			list, err := cluster.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
-			if err != nil {
-				t.Fatal(err)
-			}
-			have += len(list.Items)
-		}
-		if have == want {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d of %d slices published; errors: %v", have, want, errs)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := r.WaitPublished(ctx); err != nil {
+		t.Fatalf("%v; errors: %v", err, errs)
 	}
 	if len(errs) > 0 {
 		t.Fatalf("publishing: %v", errs)
@@ -71,7 +54,7 @@ func startFleet(ctx context.Context, t *testing.T, spec string) []fleet.Node {
 	return nodes
 }
 
-func waitNodeReady(ctx context.Context, t *testing.T, name string) {
+func waitNodeReady(ctx context.Context, t testing.TB, name string) {
 	t.Helper()
 	for {
 		n, err := cluster.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -97,7 +80,7 @@ func waitNodeReady(ctx context.Context, t *testing.T, name string) {
 }
 
 // ensureClasses installs the driver's DeviceClasses (as the Helm chart does).
-func ensureClasses(ctx context.Context, t *testing.T) {
+func ensureClasses(ctx context.Context, t testing.TB) {
 	t.Helper()
 	for _, c := range classes.All(driver, classes.Options{ExtendedResource: true}) {
 		if _, err := cluster.Client.ResourceV1().DeviceClasses().Create(ctx, &c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
