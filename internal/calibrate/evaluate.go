@@ -76,14 +76,24 @@ type Report struct {
 	Prediction []Prediction `json:"-"`
 }
 
-// benchmark is how the measured runs were taken: every user fires at once
-// and each sends a few requests, all of them measured. Five requests per
+// DefaultHarness is how the calibration assumes the measured runs were
+// taken: every user fires at once and each sends a few requests, all of
+// them measured. One harness serves every row; HarnessRounds requests per
 // user fitted the runs best among 3, 5, 6 and 10 (a property of the
-// benchmark harness, shared by all rows).
-var benchmark = serving.Options{Rounds: 5, Benchmark: true}
+// benchmark client, shared by all rows).
+const (
+	DefaultHarness = serving.Burst
+	HarnessRounds  = 5
+)
 
-// Predict runs every case through the estimator, on all cores.
+// Predict runs every case through the estimator under DefaultHarness, on
+// all cores.
 func Predict(env estimate.Env, cases []Case) []Prediction {
+	return PredictWith(env, cases, DefaultHarness)
+}
+
+// PredictWith runs every case through the estimator as harness h measures.
+func PredictWith(env estimate.Env, cases []Case, h serving.Harness) []Prediction {
 	out := make([]Prediction, len(cases))
 	workers := runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
@@ -97,7 +107,7 @@ func Predict(env estimate.Env, cases []Case) []Prediction {
 				if i >= len(cases) {
 					return
 				}
-				out[i] = predictOne(env, cases[i])
+				out[i] = predictOne(env, cases[i], h)
 			}
 		}()
 	}
@@ -105,10 +115,10 @@ func Predict(env estimate.Env, cases []Case) []Prediction {
 	return out
 }
 
-func predictOne(env estimate.Env, c Case) Prediction {
+func predictOne(env estimate.Env, c Case, h serving.Harness) Prediction {
 	p := Prediction{Case: c}
 	q := c.Query
-	opt := benchmark
+	opt := serving.Options{Rounds: HarnessRounds, Harness: h}
 	if c.Source == "max-throughput" {
 		n, err := estimate.MaxConcurrency(env, q)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/serving"
 )
 
 // knob is one fitted parameter: where it lives and its allowed range.
@@ -110,6 +111,9 @@ type FitOptions struct {
 	// TTFTWeight weighs TTFT errors against TPOT and throughput errors
 	// (default 1). TTFT is the harder target, so the calibration uses more.
 	TTFTWeight float64
+	// Harness is the benchmark client the rows are predicted under
+	// (default DefaultHarness).
+	Harness serving.Harness
 	// Progress, when set, is called after each evaluation.
 	Progress func(evals int, loss float64)
 }
@@ -130,6 +134,9 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("fit: no calibration cases")
 	}
+	if opt.Harness == "" {
+		opt.Harness = DefaultHarness
+	}
 	if opt.MaxEvaluations <= 0 {
 		opt.MaxEvaluations = 1500
 	}
@@ -147,7 +154,7 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 		}
 		e := env
 		e.Params = p
-		l := weightedLoss(Predict(e, cases), opt.TTFTWeight)
+		l := weightedLoss(PredictWith(e, cases, opt.Harness), opt.TTFTWeight)
 		evals++
 		if opt.Progress != nil {
 			opt.Progress(evals, l)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/calibrate"
 	"github.com/gpuplane/gpuplane/internal/output"
+	"github.com/gpuplane/gpuplane/internal/serving"
 )
 
 type calibrationReport struct {
@@ -48,6 +49,7 @@ func newCalibrateCmd(g *globals) *cobra.Command {
 	var fit bool
 	var maxEvals int
 	var ttftWeight float64
+	var harness string
 	cmd := &cobra.Command{
 		Use:   "calibrate",
 		Short: "Report (and with --fit, refit) the performance model against measured serving runs",
@@ -65,6 +67,10 @@ parameter file given by --out.
 			if err != nil {
 				return err
 			}
+			h, err := serving.ParseHarness(harness)
+			if err != nil {
+				return fmt.Errorf("--harness: %w", err)
+			}
 			ds, err := calibrate.LoadDir(dir, env.Catalog)
 			if err != nil {
 				return err
@@ -75,7 +81,7 @@ parameter file given by --out.
 				if out == "" {
 					return fmt.Errorf("--fit needs --out FILE for the fitted parameters")
 				}
-				res, err := calibrate.Fit(env, env.Params, ds.FitSet(), calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight,
+				res, err := calibrate.Fit(env, env.Params, ds.FitSet(), calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h,
 					Progress: func(n int, loss float64) {
 						if n%25 == 0 {
 							fmt.Fprintf(g.stderr, "\rfit: %d evaluations, loss %.4f, %s", n, loss, time.Since(t0).Round(time.Second))
@@ -97,7 +103,7 @@ parameter file given by --out.
 				env.Params = res.Params
 				rep.Fitted, rep.Evaluations, rep.ParamsFile = true, res.Evaluations, out
 			}
-			preds := calibrate.Predict(env, ds.Cases)
+			preds := calibrate.PredictWith(env, ds.Cases, h)
 			rep.Report = calibrate.Summarise(preds, len(ds.Skipped))
 			rep.Loss = calibrate.Loss(preds)
 			rep.Seconds = time.Since(t0).Seconds()
@@ -110,5 +116,7 @@ parameter file given by --out.
 	cmd.Flags().StringVar(&out, "out", "", "where --fit writes the parameter file")
 	cmd.Flags().IntVar(&maxEvals, "max-evals", 1500, "cap on objective evaluations during --fit")
 	cmd.Flags().Float64Var(&ttftWeight, "ttft-weight", 1, "weight of TTFT errors against TPOT and throughput errors in --fit")
+	cmd.Flags().StringVar(&harness, "harness", string(calibrate.DefaultHarness), "benchmark client the measured runs are predicted under: steady, burst or queued")
+	cmd.AddCommand(newCalibrateHarnessesCmd(g))
 	return cmd
 }

@@ -183,6 +183,8 @@ func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
 	fl.IntVar(&q.MaxBatchedTokens, "max-batched-tokens", 0, "token budget of one engine iteration (default: the backend's)")
 	fl.IntVar(&q.MaxSeqs, "max-seqs", 0, "sequences per iteration (default: the backend's)")
 	fl.Float64Var(&q.GPUMemoryUtilization, "gpu-memory-utilization", 0, "share of GPU memory the engine uses (default: the backend's)")
+	fl.StringVar(&q.Harness, "harness", "", "benchmark client to reproduce: steady (a running deployment), burst (every user fires at once, all requests measured) or queued (burst, requests stamped when queued)")
+	fl.IntVar(&q.RequestsPerUser, "requests-per-user", 0, "requests each user sends (default 4 steady, 5 burst or queued)")
 }
 
 // runBatch answers a JSONL file of queries, in order, on all cores. Each

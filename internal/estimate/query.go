@@ -39,6 +39,11 @@ type Query struct {
 	MaxBatchedTokens     int     `json:"max_batched_tokens,omitempty"`
 	MaxSeqs              int     `json:"max_seqs,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+	// Harness is the benchmark client to reproduce: steady (default),
+	// burst or queued; RequestsPerUser is how many requests each of its
+	// users sends (burst and queued; default 5).
+	Harness         string `json:"harness,omitempty"`
+	RequestsPerUser int    `json:"requests_per_user,omitempty"`
 }
 
 // Defaults are the embedded defaults: the reference scenario's model and
@@ -71,6 +76,7 @@ type Output struct {
 	Workers   int    `json:"workers,omitempty"`
 	ISL       int    `json:"isl"`
 	OSL       int    `json:"osl"`
+	Harness   string `json:"harness"`
 	Error     string `json:"error,omitempty"`
 }
 
@@ -114,9 +120,19 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt.Harness == "" {
+		if opt.Harness, err = serving.ParseHarness(q.Harness); err != nil {
+			return nil, fmt.Errorf("harness: %w", err)
+		}
+		if q.RequestsPerUser < 0 || q.RequestsPerUser == 1 {
+			return nil, fmt.Errorf("requests_per_user: %d; use at least 2, or 0 for the harness's default", q.RequestsPerUser)
+		}
+		opt.Rounds = q.RequestsPerUser
+	}
 	dev := base.Device
 	wl := serving.Workload{ISL: q.ISL, OSL: q.OSL, Concurrency: q.Concurrency}
-	out := &Output{Model: base.Model.Name, Device: dev.Name(), Backend: string(base.Backend), ISL: q.ISL, OSL: q.OSL}
+	out := &Output{Model: base.Model.Name, Device: dev.Name(), Backend: string(base.Backend), ISL: q.ISL, OSL: q.OSL,
+		Harness: string(opt.Harness)}
 	var res *serving.Result
 	var cfgUsed perf.Config
 	switch q.Mode {

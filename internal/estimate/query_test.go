@@ -42,6 +42,8 @@ func TestRunErrors(t *testing.T) {
 		{func(q *Query) { q.KVPrecision = "fp2" }, "kv_precision"},
 		{func(q *Query) { q.Slice = "9g.99gb" }, "unknown MIG profile"},
 		{func(q *Query) { q.ISL = -1 }, "isl"},
+		{func(q *Query) { q.Harness = "open-loop" }, "harness: \"open-loop\" is not a harness; use one of steady, burst, queued"},
+		{func(q *Query) { q.Harness, q.RequestsPerUser = "burst", 1 }, "requests_per_user: 1; use at least 2"},
 	}
 	for _, tc := range cases {
 		q := Defaults()
@@ -75,5 +77,33 @@ func TestMaxConcurrencyMatchesEstimate(t *testing.T) {
 	out, _ := Run(env(), q, serving.Options{})
 	if n != out.MaxConcurrency {
 		t.Fatalf("MaxConcurrency %d, estimate says %d", n, out.MaxConcurrency)
+	}
+}
+
+// A query's harness reaches the simulation: the opening burst raises mean
+// TTFT, a queued client raises it further, and the engine's TPOT and
+// throughput are the same under all three.
+func TestRunHarness(t *testing.T) {
+	ttft := map[string]float64{}
+	var tpot float64
+	for _, h := range []string{"", "burst", "queued"} {
+		q := Defaults()
+		q.Harness = h
+		out, err := Run(env(), q, serving.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]string{"": "steady"}[h]; want != "" && out.Harness != want || want == "" && out.Harness != h {
+			t.Fatalf("harness %q echoed as %q", h, out.Harness)
+		}
+		ttft[out.Harness] = out.TTFTms
+		if h == "" {
+			tpot = out.TPOTms
+		} else if out.TPOTms < 0.8*tpot || out.TPOTms > 1.2*tpot {
+			t.Errorf("%s: TPOT %.2f ms strays from steady %.2f ms", h, out.TPOTms, tpot)
+		}
+	}
+	if !(ttft["steady"] < ttft["burst"] && ttft["burst"] < ttft["queued"]) {
+		t.Fatalf("mean TTFT should rise steady < burst < queued: %v", ttft)
 	}
 }

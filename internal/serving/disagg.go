@@ -111,6 +111,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 		ds.next = func(now float64) error {
 			nextID++
 			id := nextID
+			arrival := c.stamp(now)
 			// The router sends the request to the least-loaded prefill
 			// worker, whose API server handles it before its engine.
 			i := leastLoadedWith(prefill, pending)
@@ -122,7 +123,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 				if err := prefill[i].Submit(r, at); err != nil {
 					return err
 				}
-				r.Arrival = now
+				r.Arrival = arrival
 				return nil
 			})
 			return nil

@@ -84,13 +84,14 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 		sink.next = func(now float64) error {
 			nextID++
 			id := nextID
+			arrival := c.stamp(now)
 			l.after(front.admit(now, service), func(at float64) error {
 				r := &engine.Request{ID: id, ISL: rwl.ISL, OSL: rwl.OSL}
 				if err := e.Submit(r, at); err != nil {
 					return err
 				}
 				if role == engine.Prefill {
-					r.Arrival = now
+					r.Arrival = arrival
 				}
 				return nil
 			})

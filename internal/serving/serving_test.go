@@ -75,8 +75,8 @@ func TestSingleUserMatchesStepTimes(t *testing.T) {
 
 func TestDeterministic(t *testing.T) {
 	w := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 2)
-	a, _ := Aggregated(w, 2, Workload{ISL: 3000, OSL: 400, Concurrency: 48}, Options{Benchmark: true})
-	b, _ := Aggregated(w, 2, Workload{ISL: 3000, OSL: 400, Concurrency: 48}, Options{Benchmark: true})
+	a, _ := Aggregated(w, 2, Workload{ISL: 3000, OSL: 400, Concurrency: 48}, Options{Harness: Queued})
+	b, _ := Aggregated(w, 2, Workload{ISL: 3000, OSL: 400, Concurrency: 48}, Options{Harness: Queued})
 	if *a.Memory != *b.Memory || a.TTFTms != b.TTFTms || a.TPOTms != b.TPOTms || a.OutputTokensPerS != b.OutputTokensPerS {
 		t.Fatalf("two identical runs differ: %+v vs %+v", a, b)
 	}
@@ -86,7 +86,7 @@ func TestBenchmarkBurstRaisesTTFT(t *testing.T) {
 	w := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 1)
 	wl := Workload{ISL: 4000, OSL: 300, Concurrency: 24}
 	steady, _ := Aggregated(w, 1, wl, Options{})
-	bench, _ := Aggregated(w, 1, wl, Options{Benchmark: true})
+	bench, _ := Aggregated(w, 1, wl, Options{Harness: Burst})
 	if bench.TTFTms <= steady.TTFTms*1.2 {
 		t.Errorf("opening burst should raise mean TTFT: steady %.1f, benchmark %.1f", steady.TTFTms, bench.TTFTms)
 	}
@@ -131,18 +131,18 @@ func TestWorkloadValidation(t *testing.T) {
 func TestFastForwardDoesNotChangeEstimates(t *testing.T) {
 	w := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 2)
 	for _, wl := range []Workload{{4000, 500, 32}, {1000, 200, 7}, {8000, 100, 64}} {
-		for _, bench := range []bool{false, true} {
-			ff, err := Aggregated(w, 2, wl, Options{Benchmark: bench})
+		for _, h := range Harnesses {
+			ff, err := Aggregated(w, 2, wl, Options{Harness: h})
 			if err != nil {
 				t.Fatal(err)
 			}
-			plain, err := Aggregated(w, 2, wl, Options{Benchmark: bench, PlainLoop: true})
+			plain, err := Aggregated(w, 2, wl, Options{Harness: h, PlainLoop: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range [][2]float64{{ff.TTFTms, plain.TTFTms}, {ff.TPOTms, plain.TPOTms}, {ff.OutputTokensPerS, plain.OutputTokensPerS}} {
 				if math.Abs(p[0]-p[1]) > 1e-6*math.Abs(p[1]) {
-					t.Fatalf("%+v benchmark=%v: fast-forward %v vs plain loop %v", wl, bench, p[0], p[1])
+					t.Fatalf("%+v harness %s: fast-forward %v vs plain loop %v", wl, h, p[0], p[1])
 				}
 			}
 			if ff.Iterations != plain.Iterations {

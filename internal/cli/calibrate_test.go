@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func sharedCalibration(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", "calibration")
+	if _, err := os.Stat(filepath.Join(dir, "silicon_calibration.csv")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("calibration data must be present in CI: %v", err)
+		}
+		t.Skipf("calibration data not available: %v", err)
+	}
+	return dir
+}
+
+func TestCalibrateHarnesses(t *testing.T) {
+	dir := sharedCalibration(t)
+	out, _, err := run(t, "calibrate", "harnesses", "--data", dir, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Groups []struct {
+			Group string             `json:"group"`
+			N     int                `json:"n"`
+			MAPE  map[string]float64 `json:"ttft_mape_pct"`
+			Best  string             `json:"best"`
+		} `json:"groups"`
+		Overall map[string]float64 `json:"overall_ttft_mape_pct"`
+		Best    float64            `json:"best_per_group_ttft_mape_pct"`
+		N       int                `json:"n"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if rep.N < 400 || len(rep.Groups) < 5 || len(rep.Overall) != 3 {
+		t.Fatalf("want every dense group under three harnesses, got %d rows, %d groups, %v", rep.N, len(rep.Groups), rep.Overall)
+	}
+	n := 0
+	for _, g := range rep.Groups {
+		n += g.N
+		if g.MAPE[g.Best] <= 0 || len(g.MAPE) != 3 {
+			t.Errorf("%s: best %q, errors %v", g.Group, g.Best, g.MAPE)
+		}
+	}
+	if n != rep.N || rep.Best <= 0 || rep.Best > rep.Overall["burst"] {
+		t.Fatalf("groups hold %d of %d rows; best per group %.1f%% vs burst %.1f%%", n, rep.N, rep.Best, rep.Overall["burst"])
+	}
+	table, _, err := run(t, "calibrate", "harnesses", "--data", dir)
+	if err != nil || !strings.Contains(table, "best harness per group") || !strings.Contains(table, "TTFT MAPE queued") {
+		t.Fatalf("table output: %v\n%s", err, table)
+	}
+}
+
+func TestHarnessFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"calibrate", "--harness", "open", "--data", "."},
+		{"estimate", "--harness", "open"},
+	} {
+		_, _, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "harness") || !strings.Contains(err.Error(), "steady, burst, queued") {
+			t.Errorf("%v: want an error naming the harness and the choices, got %v", args, err)
+		}
+	}
+	out, _, err := run(t, "estimate", "--harness", "queued", "-o", "json")
+	if err != nil || !strings.Contains(out, `"harness": "queued"`) {
+		t.Fatalf("estimate --harness queued: %v\n%s", err, out)
+	}
+}
