@@ -87,6 +87,34 @@ func TestMalformedRowsNameTheLine(t *testing.T) {
 	}
 }
 
+// A row may declare the client that measured it; that harness then
+// predicts it, and a harness the model does not know is an error naming the
+// line and the column.
+func TestDeclaredHarnessColumn(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "silicon_calibration.csv")
+	head := "id,backend,model_path,system,mode,isl,osl,batch_size,tp_size,pp_size,silicon_ttft_ms,silicon_tpot_ms,harness\n"
+	row := "vllm,Qwen/Qwen3-8B,h100_sxm,agg,2000,300,16,1,1,200,20,"
+	os.WriteFile(path, []byte(head+"a,"+row+"\nb,"+row+"queued\nc,"+row+"steady\n"), 0o644)
+	ds, err := LoadDir(dir, catalog.MustDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, env := loadShared(t)
+	preds := Predict(env, ds.Cases)
+	if len(preds) != 3 || preds[0].Harness != "" || preds[1].Harness != "queued" {
+		t.Fatalf("cases: %+v", preds)
+	}
+	undeclared, queued, steady := preds[0].PredTTFTms, preds[1].PredTTFTms, preds[2].PredTTFTms
+	if !(steady < undeclared && undeclared < queued) {
+		t.Fatalf("declared harnesses must be used: steady %.1f, default (burst) %.1f, queued %.1f ms", steady, undeclared, queued)
+	}
+	os.WriteFile(path, []byte(head+"a,"+row+"open\n"), 0o644)
+	if _, err := LoadDir(dir, catalog.MustDefault()); err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "column harness") {
+		t.Fatalf("want an error naming line 2 and column harness, got %v", err)
+	}
+}
+
 // TestFitRecoversPerturbedParameters checks the fitter, not the data: start
 // from parameters knocked off their fitted values and the loss must drop
 // back most of the way.

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/serving"
 )
 
 // Case is one measured configuration: the query that reproduces it and
@@ -28,6 +29,9 @@ type Case struct {
 	Query   estimate.Query
 	// TTFTms and TPOTms are measured latencies; OutputTPS a measured throughput (tokens/s per worker group).
 	TTFTms, TPOTms, OutputTPS float64
+	// Harness is the benchmark client the row declares (optional column
+	// "harness"); empty rows are predicted under the calibration's default.
+	Harness serving.Harness
 }
 
 // Group keys a case for per-(system, backend, model, mode) reporting.
@@ -142,6 +146,12 @@ func siliconCase(t *csvTable, row []string, resolve func(string) (bool, bool)) (
 		return c, "model not in catalog", nil
 	}
 	c.Dense = dense
+	if h := t.get(row, "harness"); h != "" {
+		var err error
+		if c.Harness, err = serving.ParseHarness(h); err != nil {
+			return c, "", fmt.Errorf("column harness: %w", err)
+		}
+	}
 	prec := t.get(row, "precision")
 	if prec == "" {
 		prec = t.get(row, "gemm_quant_mode")

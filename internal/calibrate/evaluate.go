@@ -92,7 +92,8 @@ func Predict(env estimate.Env, cases []Case) []Prediction {
 	return PredictWith(env, cases, DefaultHarness)
 }
 
-// PredictWith runs every case through the estimator as harness h measures.
+// PredictWith runs every case through the estimator as harness h measures,
+// except cases that declare their own harness.
 func PredictWith(env estimate.Env, cases []Case, h serving.Harness) []Prediction {
 	out := make([]Prediction, len(cases))
 	workers := runtime.GOMAXPROCS(0)
@@ -118,6 +119,9 @@ func PredictWith(env estimate.Env, cases []Case, h serving.Harness) []Prediction
 func predictOne(env estimate.Env, c Case, h serving.Harness) Prediction {
 	p := Prediction{Case: c}
 	q := c.Query
+	if c.Harness != "" {
+		h = c.Harness
+	}
 	opt := serving.Options{Rounds: HarnessRounds, Harness: h}
 	if c.Source == "max-throughput" {
 		n, err := estimate.MaxConcurrency(env, q)
