@@ -205,6 +205,9 @@ func siliconCase(t *csvTable, row []string, resolve func(string) (bool, bool)) (
 		q.Concurrency, _ = strconv.Atoi(m[1])
 		q.PrefillTP, q.PrefillPP, q.PrefillWorkers = geti("prefill_tp_size"), geti("prefill_pp_size"), geti("prefill_num_workers")
 		q.DecodeTP, q.DecodePP, q.DecodeWorkers = geti("decode_tp_size"), geti("decode_pp_size"), geti("decode_num_workers")
+		if err == nil && (q.PrefillWorkers < 1 || q.DecodeWorkers < 1) {
+			return c, "disaggregated row without prefill and decode worker counts", nil
+		}
 		if geti("prefill_attention_dp_size") > 1 || geti("decode_attention_dp_size") > 1 {
 			return c, "attention data parallelism is not modelled", nil
 		}

@@ -182,6 +182,17 @@ func Summarise(preds []Prediction, skipped int) Report {
 }
 
 // String renders a short text summary.
+// Only the quantities the group measured are shown.
 func (s Stats) String() string {
-	return fmt.Sprintf("%-16s n=%-4d failed=%-3d TTFT MAPE %5.1f%%  TPOT MAPE %5.1f%%", s.Group, s.N, s.Failed, s.TTFTMAPE, s.TPOTMAPE)
+	out := fmt.Sprintf("%-16s n=%-4d failed=%-3d", s.Group, s.N, s.Failed)
+	if s.nTTFT > 0 {
+		out += fmt.Sprintf(" TTFT MAPE %5.1f%%", s.TTFTMAPE)
+	}
+	if s.nTPOT > 0 {
+		out += fmt.Sprintf("  TPOT MAPE %5.1f%%", s.TPOTMAPE)
+	}
+	if s.nTPS > 0 {
+		out += fmt.Sprintf("  throughput MAPE %5.1f%%", s.TPSMAPE)
+	}
+	return out
 }
