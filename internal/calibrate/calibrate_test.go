@@ -87,6 +87,21 @@ func TestMalformedRowsNameTheLine(t *testing.T) {
 	}
 }
 
+func TestDisaggRowWithoutWorkersIsSkipped(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "silicon_calibration.csv"), []byte(
+		"id,silicon_data_source,backend,model_path,system,mode,isl,osl,prefill_num_workers,prefill_tp_size,decode_num_workers,decode_tp_size,silicon_ttft_ms,silicon_tpot_ms\n"+
+			"a,silicon_concurrency=8,vllm,Qwen/Qwen3-32B,h100_sxm,disagg,1000,100,,1,,1,100,10\n"+
+			"b,silicon_concurrency=8,vllm,Qwen/Qwen3-32B,h100_sxm,disagg,1000,100,1,1,2,1,100,10\n"), 0o644)
+	ds, err := LoadDir(dir, catalog.MustDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Cases) != 1 || ds.Cases[0].ID != "b" || len(ds.Skipped) != 1 || !strings.Contains(ds.Skipped[0].Reason, "worker counts") {
+		t.Fatalf("cases %+v, skipped %+v", ds.Cases, ds.Skipped)
+	}
+}
+
 // A row may declare the client that measured it; that harness then
 // predicts it, and a harness the model does not know is an error naming the
 // line and the column.
