@@ -12,8 +12,10 @@ import (
 )
 
 // ttftBound is the dense aggregated TTFT MAPE (percent) the embedded
-// parameters are held to; the project target is 30% (see TestCalibrationAccuracy).
-const ttftBound = 40.0
+// parameters are held to, a regression guard just above today's 36.9%. The
+// project target is 30%; TestNoSingleHarnessFitsTheDenseRows pins why one
+// harness for every row cannot reach it on this data.
+const ttftBound = 38.0
 
 var sharedCalibration = filepath.Join("..", "..", "..", "shared", "calibration")
 
@@ -49,8 +51,8 @@ func TestCalibrationAccuracy(t *testing.T) {
 	if d.TPOTMAPE > 20 {
 		t.Errorf("dense agg TPOT MAPE %.1f%% exceeds 20%%", d.TPOTMAPE)
 	}
-	// The project's target is 30%; see docs/PERFORMANCE-MODEL.md for why the
-	// current model reaches about 36% and what stands in the way.
+	// The project's target is 30%; see docs/PERFORMANCE-MODEL.md ("Known
+	// limits") for what stands in the way.
 	if d.TTFTMAPE > ttftBound {
 		t.Errorf("dense agg TTFT MAPE %.1f%% exceeds %.0f%%", d.TTFTMAPE, ttftBound)
 	}
