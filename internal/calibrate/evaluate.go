@@ -77,14 +77,10 @@ type Report struct {
 }
 
 // DefaultHarness is how the calibration assumes the measured runs were
-// taken: every user fires at once and each sends a few requests, all of
-// them measured. One harness serves every row; HarnessRounds requests per
-// user fitted the runs best among 3, 5, 6 and 10 (a property of the
-// benchmark client, shared by all rows).
-const (
-	DefaultHarness = serving.Burst
-	HarnessRounds  = 5
-)
+// taken: every user fires at once and each sends serving.BurstRounds
+// requests, all of them measured. One harness serves every row that does
+// not declare its own.
+const DefaultHarness = serving.Burst
 
 // Predict runs every case through the estimator under DefaultHarness, on
 // all cores.
@@ -122,7 +118,7 @@ func predictOne(env estimate.Env, c Case, h serving.Harness) Prediction {
 	if c.Harness != "" {
 		h = c.Harness
 	}
-	opt := serving.Options{Rounds: HarnessRounds, Harness: h}
+	opt := serving.Options{Harness: h}
 	if c.Source == "max-throughput" {
 		n, err := estimate.MaxConcurrency(env, q)
 		if err != nil {

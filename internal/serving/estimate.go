@@ -30,7 +30,8 @@ func (w Workload) validate() error {
 type Options struct {
 	// Rounds is how many requests each user sends. Under the Steady
 	// harness the first round warms up and is not measured; under Burst and
-	// Queued every request is measured. Default 4.
+	// Queued every request is measured. Default 4 under Steady, 5 under
+	// Burst and Queued.
 	Rounds int
 	// Harness is the client the estimate reproduces (default Steady).
 	// Burst and Queued simulate the opening burst, when every user fires at
@@ -42,16 +43,17 @@ type Options struct {
 	PlainLoop bool
 }
 
-// burstRounds is the requests a user sends under Burst and Queued unless
-// set: five fitted the measured benchmark runs best among 3, 5, 6 and 10.
-const burstRounds = 5
+// BurstRounds is the requests a user sends under Burst and Queued unless
+// set: five fitted the measured benchmark runs best among 3, 5, 6 and 10
+// (a property of benchmark clients, shared by every calibration row).
+const BurstRounds = 5
 
 func (o Options) rounds() int {
 	switch {
 	case o.Rounds >= 2:
 		return o.Rounds
 	case o.Harness == Burst || o.Harness == Queued:
-		return burstRounds
+		return BurstRounds
 	}
 	return 4
 }
