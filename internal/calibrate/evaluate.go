@@ -177,8 +177,7 @@ func Summarise(preds []Prediction, skipped int) Report {
 	return r
 }
 
-// String renders a short text summary.
-// Only the quantities the group measured are shown.
+// String renders a short text summary of the quantities the group measured.
 func (s Stats) String() string {
 	out := fmt.Sprintf("%-16s n=%-4d failed=%-3d", s.Group, s.N, s.Failed)
 	if s.nTTFT > 0 {

@@ -41,7 +41,7 @@ type Query struct {
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
 	// Harness is the benchmark client to reproduce: steady (default),
 	// burst or queued; RequestsPerUser is how many requests each of its
-	// users sends (burst and queued; default 5).
+	// users sends (default 4 under steady, 5 under burst and queued).
 	Harness         string `json:"harness,omitempty"`
 	RequestsPerUser int    `json:"requests_per_user,omitempty"`
 }

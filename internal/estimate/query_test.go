@@ -93,8 +93,12 @@ func TestRunHarness(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[string]string{"": "steady"}[h]; want != "" && out.Harness != want || want == "" && out.Harness != h {
-			t.Fatalf("harness %q echoed as %q", h, out.Harness)
+		want := h
+		if h == "" {
+			want = "steady"
+		}
+		if out.Harness != want {
+			t.Fatalf("harness %q echoed as %q, want %q", h, out.Harness, want)
 		}
 		ttft[out.Harness] = out.TTFTms
 		if h == "" {
