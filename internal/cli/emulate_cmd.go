@@ -60,12 +60,7 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&q.Model, "model", q.Model, "model name or Hugging Face id")
-	f.StringVar(&q.GPU, "gpu", q.GPU, "GPU (catalog name)")
-	f.StringVar(&q.Slice, "slice", "", "MIG profile or vGPU fraction of the GPU")
-	f.StringVar(&q.Precision, "precision", q.Precision, "weight precision")
-	f.StringVar(&q.Backend, "backend", q.Backend, "engine whose overheads to model: vllm, sglang, trtllm")
-	f.IntVar(&q.TP, "tp", 1, "tensor parallelism")
+	addWorkerFlags(f, &q)
 	f.IntVar(&q.MaxSeqs, "max-num-seqs", 0, "most sequences in a batch (vLLM's --max-num-seqs; default: the backend's)")
 	f.IntVar(&q.MaxBatchedTokens, "max-num-batched-tokens", 0, "token budget of one iteration (default: the backend's)")
 	f.StringVar(&cfg.Role, "role", "agg", "agg, prefill or decode")
