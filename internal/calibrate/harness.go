@@ -41,51 +41,34 @@ func CompareHarnesses(env estimate.Env, cases []Case) HarnessReport {
 		}
 	}
 	rep := HarnessReport{Overall: map[string]float64{}, N: len(dense)}
-	type acc struct {
-		n   int
-		sum map[string]float64
-	}
-	groups := map[string]*acc{}
+	// Summarise computes the MAPEs; each harness gets one summary.
+	byGroup := map[string]*HarnessGroup{}
+	measured := map[string]int{} // rows with a TTFT prediction, per group
 	for _, h := range serving.Harnesses {
-		var sum float64
-		var n int
-		for _, p := range PredictWith(env, dense, h) {
-			if p.Err != "" {
-				continue
+		sum := Summarise(PredictWith(env, dense, h), 0)
+		rep.Overall[string(h)] = sum.DenseAgg.TTFTMAPE
+		for _, st := range sum.Groups {
+			g := byGroup[st.Group]
+			if g == nil {
+				g = &HarnessGroup{Group: st.Group, N: st.N, TTFTMAPE: map[string]float64{}}
+				byGroup[st.Group] = g
+				measured[st.Group] = st.nTTFT
 			}
-			a := groups[p.Group()]
-			if a == nil {
-				a = &acc{sum: map[string]float64{}}
-				groups[p.Group()] = a
+			g.TTFTMAPE[string(h)] = st.TTFTMAPE
+			if g.Best == "" || st.TTFTMAPE < g.TTFTMAPE[g.Best] {
+				g.Best = string(h)
 			}
-			if h == serving.Harnesses[0] {
-				a.n++
-			}
-			e := ape(p.PredTTFTms, p.TTFTms)
-			a.sum[string(h)] += e
-			sum += e
-			n++
-		}
-		if n > 0 {
-			rep.Overall[string(h)] = sum / float64(n)
 		}
 	}
 	var best float64
-	for name, a := range groups {
-		g := HarnessGroup{Group: name, N: a.n, TTFTMAPE: map[string]float64{}}
-		low := -1.0
-		for _, h := range serving.Harnesses {
-			m := a.sum[string(h)] / float64(a.n)
-			g.TTFTMAPE[string(h)] = m
-			if low < 0 || m < low {
-				low, g.Best = m, string(h)
-			}
-		}
-		best += a.sum[g.Best]
-		rep.Groups = append(rep.Groups, g)
+	var n int
+	for _, g := range byGroup {
+		best += g.TTFTMAPE[g.Best] * float64(measured[g.Group])
+		n += measured[g.Group]
+		rep.Groups = append(rep.Groups, *g)
 	}
-	if rep.N > 0 {
-		rep.BestPerGroup = best / float64(rep.N)
+	if n > 0 {
+		rep.BestPerGroup = best / float64(n)
 	}
 	sort.Slice(rep.Groups, func(i, j int) bool { return rep.Groups[i].Group < rep.Groups[j].Group })
 	return rep
