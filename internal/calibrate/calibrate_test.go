@@ -9,6 +9,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/sharedtest"
 )
 
 // ttftBound is the dense aggregated TTFT MAPE (percent) the embedded
@@ -17,17 +18,12 @@ import (
 // harness for every row cannot reach it on this data.
 const ttftBound = 38.0
 
-var sharedCalibration = filepath.Join("..", "..", "..", "shared", "calibration")
-
 func loadShared(t *testing.T) (*Dataset, estimate.Env) {
 	t.Helper()
 	cat := catalog.MustDefault()
-	ds, err := LoadDir(sharedCalibration, cat)
+	ds, err := LoadDir(sharedtest.Path(t, "calibration"), cat)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("calibration data must be present in CI: %v", err)
-		}
-		t.Skipf("calibration data not available: %v", err)
+		t.Fatal(err)
 	}
 	return ds, estimate.Env{Catalog: cat, Params: perf.MustDefaultParams()}
 }

@@ -2,26 +2,14 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/sharedtest"
 )
 
-func sharedCalibration(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "calibration")
-	if _, err := os.Stat(filepath.Join(dir, "silicon_calibration.csv")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("calibration data must be present in CI: %v", err)
-		}
-		t.Skipf("calibration data not available: %v", err)
-	}
-	return dir
-}
-
 func TestCalibrateHarnesses(t *testing.T) {
-	dir := sharedCalibration(t)
+	dir := sharedtest.Path(t, "calibration")
 	out, _, err := run(t, "calibrate", "harnesses", "--data", dir, "-o", "json")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/sharedtest"
 )
 
 func build(t *testing.T, body string) (*Scenario, error) {
@@ -63,10 +64,7 @@ durationSeconds: 60
 }
 
 func TestTraceScenario(t *testing.T) {
-	trace, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "traces", "azure_llm_2023_conv.csv"))
-	if _, err := os.Stat(trace); err != nil {
-		t.Skipf("trace not available: %v", err)
-	}
+	trace := sharedtest.Path(t, "traces", "azure_llm_2023_conv.csv")
 	if _, err := build(t, `
 model: Qwen/Qwen3-32B
 gpu: h200_sxm

@@ -4,10 +4,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/sharedtest"
 )
 
 func drain(t *testing.T, s Source) []Request {
@@ -118,10 +119,9 @@ func TestDistributions(t *testing.T) {
 }
 
 func TestAzureTraceReplay(t *testing.T) {
-	path := filepath.Join("..", "..", "..", "shared", "traces", "azure_llm_2023_code.csv")
-	f, err := os.Open(path)
+	f, err := os.Open(sharedtest.Path(t, "traces", "azure_llm_2023_code.csv"))
 	if err != nil {
-		t.Skipf("trace not available: %v", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	p, err := NewReplay(f, FormatAzure, ReplayOptions{})
