@@ -218,12 +218,21 @@ func replaceOrAppendV[T any](xs []T, x T, key func(T) string) []T {
 	return append(xs, x)
 }
 
+// checkpointSuffixes are the name endings publishers give quantised checkpoints.
+var checkpointSuffixes = []struct {
+	suffix string
+	p      Precision
+}{
+	{"-FP8", FP8}, {"-FP4", FP4}, {"-NVFP4", FP4}, {"-AWQ", W4A16}, {"-GPTQ-Int4", W4A16},
+	{"-W4A16", W4A16}, {"-INT8", INT8}, {"-W8A8", INT8}, {"-quantized.w4a16", W4A16}, {"-quantized.w8a8", INT8},
+}
+
 // QuantizedCheckpoint recognises a published quantised checkpoint's name
 // such as "Qwen/Qwen3-32B-FP8": it returns the catalog model it is (by
 // alias, or by the name without the suffix) and the checkpoint's precision.
 func (c *Catalog) QuantizedCheckpoint(name string) (model string, p Precision, ok bool) {
-	for _, s := range []Precision{FP8, FP4} {
-		suffix := "-" + strings.ToUpper(string(s))
+	for _, q := range checkpointSuffixes {
+		s, suffix := q.p, q.suffix
 		if len(name) <= len(suffix) || !strings.EqualFold(name[len(name)-len(suffix):], suffix) {
 			continue
 		}

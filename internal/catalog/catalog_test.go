@@ -120,6 +120,12 @@ func TestModelParameterCounts(t *testing.T) {
 		{"Qwen/Qwen3-235B-A22B", 235, 22.2, 192512},
 		{"mistralai/Mixtral-8x7B-v0.1", 46.7, 12.9, 131072},
 		{"deepseek-ai/DeepSeek-V3", 671, 37.5, 70272},
+		// Small models for 4-24 GB devices (tied embeddings).
+		{"Qwen/Qwen3-0.6B", 0.6, 0.6, 114688},
+		{"Qwen/Qwen3-1.7B", 1.72, 1.72, 114688},
+		{"Qwen/Qwen3-4B", 4.02, 4.02, 147456},
+		{"meta-llama/Llama-3.2-1B", 1.24, 1.24, 32768},
+		{"meta-llama/Llama-3.2-3B", 3.21, 3.21, 114688},
 	}
 	for _, tc := range cases {
 		m, err := c.Model(tc.model)
@@ -244,5 +250,67 @@ vgpu:
 	err := c.LoadFile(bad)
 	if err == nil || !strings.Contains(err.Error(), "memoryGB") {
 		t.Fatalf("unknown field must be named: %v", err)
+	}
+}
+
+func TestPrecisions(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		want  Precision
+		bytes float64
+	}{
+		{"bf16", BF16, 2}, {"awq", W4A16, 0.516}, {"GPTQ", W4A16, 0.516}, {"w4a16", W4A16, 0.516},
+		{"w8a8", INT8, 1}, {"int8", INT8, 1}, {"nvfp4", FP4, 0.5625}, {"fp8", FP8, 1},
+	} {
+		got, err := ParsePrecision(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParsePrecision(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			continue
+		}
+		if b := got.Bytes(); math.Abs(b-tc.bytes) > 0.001 {
+			t.Errorf("%s: %.4f bytes per weight, want %.4f", tc.in, b, tc.bytes)
+		}
+	}
+	if _, err := ParsePrecision("int3"); err == nil || !strings.Contains(err.Error(), "w4a16") {
+		t.Errorf("unknown precision error %v should list w4a16", err)
+	}
+	c := MustDefault()
+	a10, _ := c.GPU("a10")
+	h100, _ := c.GPU("h100_sxm")
+	for _, tc := range []struct {
+		g    *GPU
+		p    Precision
+		want float64
+	}{
+		{a10, W4A16, a10.TFLOPS[BF16]},      // weight-only: bf16 tensor cores
+		{a10, INT8, 2 * a10.TFLOPS[BF16]},   // int8 tensor cores
+		{a10, FP8, a10.TFLOPS[BF16]},        // Ampere has no fp8: dequantised
+		{h100, W4A16, h100.TFLOPS[BF16]},    // weight-only also on Hopper
+		{h100, INT8, 2 * h100.TFLOPS[BF16]}, // as fast as fp8
+	} {
+		if got := tc.g.PeakTFLOPS(tc.p); got != tc.want {
+			t.Errorf("%s %s: peak %g TFLOPS, want %g", tc.g.Name, tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestQuantizedCheckpointNames(t *testing.T) {
+	c := MustDefault()
+	for _, tc := range []struct {
+		name, model string
+		p           Precision
+	}{
+		{"Qwen/Qwen3-8B-AWQ", "Qwen/Qwen3-8B", W4A16},
+		{"Qwen/Qwen3-4B-AWQ", "Qwen/Qwen3-4B", W4A16},
+		{"Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-32B", FP8},
+		{"meta-llama/Llama-3.2-3B-Instruct-quantized.w8a8", "meta-llama/Llama-3.2-3B", INT8},
+	} {
+		m, p, ok := c.QuantizedCheckpoint(tc.name)
+		if !ok || m != tc.model || p != tc.p {
+			t.Errorf("QuantizedCheckpoint(%q) = %q, %q, %v; want %q, %q", tc.name, m, p, ok, tc.model, tc.p)
+		}
+	}
+	if _, _, ok := c.QuantizedCheckpoint("Qwen/Qwen3-8B"); ok {
+		t.Error("an unquantised name was taken for a checkpoint")
 	}
 }

@@ -46,6 +46,12 @@ type MIGSupport struct {
 // GPUs without native support for p run weight-only quantised kernels that
 // dequantise to bf16, which is what vLLM, SGLang and TensorRT-LLM do there.
 func (g *GPU) ComputePrecision(p Precision) Precision {
+	if p.WeightOnly() {
+		return BF16
+	}
+	if p == INT8 {
+		return INT8 // every catalog architecture has int8 tensor cores
+	}
 	if g.TFLOPS[p] > 0 {
 		return p
 	}
@@ -57,7 +63,12 @@ func (g *GPU) ComputePrecision(p Precision) Precision {
 
 // PeakTFLOPS is the dense tensor throughput at the compute precision for p.
 func (g *GPU) PeakTFLOPS(p Precision) float64 {
-	return g.TFLOPS[g.ComputePrecision(p)]
+	cp := g.ComputePrecision(p)
+	if cp == INT8 && g.TFLOPS[INT8] == 0 {
+		// Dense int8 runs at twice bf16 from Ampere to Blackwell.
+		return 2 * g.TFLOPS[BF16]
+	}
+	return g.TFLOPS[cp]
 }
 
 // ScaleUpGBps is the per-direction bandwidth between GPUs of one node (or
@@ -106,8 +117,8 @@ func (g *GPU) validate() error {
 		return fmt.Errorf("gpu %q: architecture %q is not one of ampere, ada, hopper, blackwell", g.Name, g.Architecture)
 	}
 	for p := range g.TFLOPS {
-		if _, err := ParsePrecision(string(p)); err != nil || p != BF16 && p != FP8 && p != FP4 {
-			return fmt.Errorf("gpu %q: tflops key %q: use bf16, fp8 or fp4", g.Name, p)
+		if _, err := ParsePrecision(string(p)); err != nil || p != BF16 && p != FP8 && p != FP4 && p != INT8 {
+			return fmt.Errorf("gpu %q: tflops key %q: use bf16, fp8, int8 or fp4", g.Name, p)
 		}
 	}
 	return nil

@@ -87,7 +87,7 @@ finalists re-run as whole deployments. With no flags it searches Qwen3-32B in fp
 	r := &f.req
 	fl.StringVarP(&f.file, "file", "f", "", "request file: a gpuplane.io/v1alpha1 ServingRequest or a nvidia.com/v1beta1 DynamoGraphDeploymentRequest")
 	fl.StringVar(&r.Model, "model", r.Model, "model name or alias (see: gpuplane catalog models)")
-	fl.StringVar(&r.Precision, "precision", r.Precision, "weight precision: bf16, fp8 or fp4")
+	fl.StringVar(&r.Precision, "precision", r.Precision, "weight precision: bf16, fp8, int8 (w8a8), w4a16 (AWQ/GPTQ) or fp4")
 	fl.StringVar(&r.KVPrecision, "kv-precision", "", "KV-cache precision (default: the backend's)")
 	fl.StringVar(&r.Backend, "backend", r.Backend, "serving engine: vllm, sglang or trtllm")
 	fl.IntVar(&r.ISL, "isl", r.ISL, "input (prompt) tokens per request")
@@ -171,6 +171,16 @@ func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Requ
 			return r, fmt.Errorf("--%w", err)
 		}
 		r.Pick = pick
+		if !changed("precision") {
+			// A quantised checkpoint's name says its precision; the flag's default must not contradict it.
+			env, err := g.env()
+			if err != nil {
+				return r, err
+			}
+			if _, _, ok := env.Catalog.QuantizedCheckpoint(r.Model); ok {
+				r.Precision = ""
+			}
+		}
 	}
 	if f.mode != "" {
 		if f.mode != "agg" && f.mode != "disagg" {
@@ -289,7 +299,9 @@ func emitManifests(g *globals, f *configureFlags, req configure.Request, res *co
 	}
 	o := manifest.Options{Name: f.name, Namespace: f.ns, Driver: f.driver, Image: f.image, Model: res.Checkpoint,
 		Backend: res.Backend, Catalog: env.Catalog}
-	o.Quantization, o.KVCache = manifest.Precisions(env.Catalog, res.Checkpoint, res.Precision)
+	if o.Quantization, o.KVCache, err = manifest.Precisions(env.Catalog, res.Checkpoint, res.Precision); err != nil {
+		return fmt.Errorf("--emit: %w", err)
+	}
 	var out []byte
 	if f.emit == "dynamo" {
 		out, err = manifest.Dynamo(*res.Best, o)

@@ -164,14 +164,14 @@ func addWorkerFlags(fl *pflag.FlagSet, q *estimate.Query) {
 	fl.StringVar(&q.Model, "model", q.Model, "model name or alias (see: gpuplane catalog models)")
 	fl.StringVar(&q.GPU, "gpu", q.GPU, "GPU name or alias (see: gpuplane catalog gpus); gpu:slice also works")
 	fl.StringVar(&q.Slice, "slice", "", "MIG profile (3g.40gb) or vGPU/time-sliced fraction (1/2) of the GPU")
-	fl.StringVar(&q.Precision, "precision", q.Precision, "weight precision: bf16, fp8 or fp4 (default: the model's native one)")
+	fl.StringVar(&q.Precision, "precision", q.Precision, "weight precision: bf16, fp8, int8 (w8a8), w4a16 (AWQ/GPTQ) or fp4 (default: the model's native one, or a quantised checkpoint's)")
 	fl.StringVar(&q.Backend, "backend", q.Backend, "serving engine: vllm, sglang or trtllm")
 	fl.IntVar(&q.TP, "tp", q.TP, "tensor parallelism of an aggregated worker")
 }
 
 func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
 	addWorkerFlags(fl, q)
-	fl.StringVar(&q.KVPrecision, "kv-precision", "", "KV-cache precision: bf16 or fp8 (default: the backend's default)")
+	fl.StringVar(&q.KVPrecision, "kv-precision", "", "KV-cache precision: bf16, fp8 or int8 (default: the backend's default)")
 	fl.StringVar(&q.Mode, "mode", q.Mode, "agg (prefill and decode on the same workers) or disagg")
 	fl.IntVar(&q.PP, "pp", q.PP, "pipeline parallelism of an aggregated worker")
 	fl.IntVar(&q.EP, "ep", 0, "expert parallelism (MoE models; must divide tp)")

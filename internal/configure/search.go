@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/serving"
@@ -50,7 +51,7 @@ func Search(env Env, req Request, opt Options) (*Result, error) {
 	}
 	checkpoint := r.Model
 	if base, p, ok := env.Catalog.QuantizedCheckpoint(r.Model); ok {
-		if r.Precision != "" && r.Precision != string(p) {
+		if given, err := catalog.ParsePrecision(r.Precision); r.Precision != "" && (err != nil || given != p) {
 			return nil, fmt.Errorf("precision: %s contradicts the %s checkpoint %s; drop --precision", r.Precision, p, r.Model)
 		}
 		r.Model, r.Precision = base, string(p)

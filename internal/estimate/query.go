@@ -87,6 +87,10 @@ func BaseConfig(env Env, q Query) (perf.Config, error) { return baseConfig(env, 
 // baseConfig resolves the query's model, device, backend and precisions.
 func baseConfig(env Env, q Query) (perf.Config, error) {
 	m, err := env.Catalog.Model(q.Model)
+	ckptModel, ckptPrecision, quantised := env.Catalog.QuantizedCheckpoint(q.Model)
+	if err != nil && quantised {
+		m, err = env.Catalog.Model(ckptModel) // e.g. Qwen/Qwen3-8B-AWQ
+	}
 	if err != nil {
 		return perf.Config{}, fmt.Errorf("model: %w", err)
 	}
@@ -103,6 +107,9 @@ func baseConfig(env Env, q Query) (perf.Config, error) {
 		if wp, err = catalog.ParsePrecision(q.Precision); err != nil {
 			return perf.Config{}, fmt.Errorf("precision: %w", err)
 		}
+	}
+	if wp == "" && quantised {
+		wp = ckptPrecision // a quantised checkpoint's own format
 	}
 	if q.KVPrecision != "" {
 		if kvp, err = catalog.ParsePrecision(q.KVPrecision); err != nil {

@@ -234,8 +234,10 @@ func giQuantity(gib float64) string {
 
 // Precisions derives the engine's quantisation flags from the searched
 // "weights/kv" precision: weights need quantising when they differ from the
-// model's native precision, and the cache when it is not bf16.
-func Precisions(cat *catalog.Catalog, model, precision string) (quant, kv string) {
+// model's native precision, and the cache when it is not bf16. Engines
+// quantise to fp8 (and fp4 on Blackwell) on load, but 4-bit weight-only and
+// int8 weights come from a calibrated checkpoint, so those need its name.
+func Precisions(cat *catalog.Catalog, model, precision string) (quant, kv string, err error) {
 	w, k, _ := strings.Cut(precision, "/")
 	native := catalog.BF16
 	if _, p, ok := cat.QuantizedCheckpoint(model); ok {
@@ -244,10 +246,14 @@ func Precisions(cat *catalog.Catalog, model, precision string) (quant, kv string
 		native = m.NativeDtype
 	}
 	if w != "" && w != string(native) {
+		if p := catalog.Precision(w); p == catalog.W4A16 || p == catalog.INT8 {
+			return "", "", fmt.Errorf("precision %s: engines load %s weights from a quantised checkpoint, not from %s; name one as the model (for example %s-AWQ for w4a16, or a -quantized.w8a8 checkpoint for int8)",
+				w, w, model, model)
+		}
 		quant = w
 	}
 	if k != "" && k != string(catalog.BF16) {
 		kv = k
 	}
-	return quant, kv
+	return quant, kv, nil
 }

@@ -191,10 +191,18 @@ func TestPrecisions(t *testing.T) {
 		{"Qwen/Qwen3-32B", "fp8/bf16", "fp8", ""},
 		{"Qwen/Qwen3-32B-FP8", "fp8/fp8", "", "fp8"},
 		{"Qwen/Qwen3-32B", "bf16/bf16", "", ""},
+		{"Qwen/Qwen3-8B-AWQ", "w4a16/bf16", "", ""},
 	} {
-		q, k := Precisions(cat, tc.model, tc.precision)
-		if q != tc.quant || k != tc.kv {
+		q, k, err := Precisions(cat, tc.model, tc.precision)
+		if err != nil || q != tc.quant || k != tc.kv {
 			t.Errorf("%s %s: quantization %q kv %q, want %q %q", tc.model, tc.precision, q, k, tc.quant, tc.kv)
 		}
+	}
+}
+
+func TestWeightOnlyPrecisionNeedsACheckpoint(t *testing.T) {
+	_, _, err := Precisions(catalog.MustDefault(), "Qwen/Qwen3-8B", "w4a16/bf16")
+	if err == nil || !strings.Contains(err.Error(), "Qwen/Qwen3-8B-AWQ") {
+		t.Errorf("w4a16 from a bf16 checkpoint: got %v, want an error naming the AWQ checkpoint", err)
 	}
 }

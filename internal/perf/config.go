@@ -76,9 +76,12 @@ func (c *Config) normalise(p *Params) error {
 	}
 	if c.KV == "" {
 		c.KV = catalog.BF16
-		if bp.KVFollowsWeights && c.Weights != catalog.BF16 {
+		if bp.KVFollowsWeights && (c.Weights == catalog.FP8 || c.Weights == catalog.FP4) {
 			c.KV = catalog.FP8
 		}
+	}
+	if !c.KV.CacheFormat() {
+		return fmt.Errorf("kv_precision: %s is not a KV-cache format; use bf16, fp8 or int8", c.KV)
 	}
 	if c.TP == 0 {
 		c.TP = 1

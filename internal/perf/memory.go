@@ -55,11 +55,7 @@ func (w *Worker) Memory() Memory {
 	dev := w.cfg.Device.MemoryGiB * gib
 	weights := w.WeightsBytesPerGPU()
 	act := w.ActivationBytes()
-	reserve := w.be.ReserveGiB * gib
-	if w.cfg.Device.Kind != "gpu" {
-		// A slice carries its own context but not the full graph pools.
-		reserve = math.Min(reserve, 0.1*dev+0.5*gib)
-	}
+	reserve := w.be.ReserveGiBFor(w.cfg.Device.MemoryGiB) * gib
 	var kv float64
 	if w.be.MemoryOfFree {
 		kv = (dev - weights - act - reserve) * w.cfg.MemoryUtilization

@@ -67,8 +67,16 @@ type BackendParams struct {
 	MemoryUtilization float64 `json:"memoryUtilization"`
 	// MemoryOfFree selects the TensorRT-LLM semantics of MemoryUtilization.
 	MemoryOfFree bool `json:"memoryOfFree,omitempty"`
-	// ReserveGiB is memory kept for the CUDA context, graphs and communication buffers.
+	// ReserveGiB is memory kept for the CUDA context, graphs and
+	// communication buffers on a device of ReserveFullDeviceGiB or more.
 	ReserveGiB float64 `json:"reserveGiB"`
+	// ReserveFloorGiB is the reserve of a tiny device (CUDA context and
+	// allocator slack); between it and ReserveGiB the reserve grows with the
+	// device's memory, since graph pools and buffers are sized by batch
+	// limits that engines lower on small devices. vLLM logs 0.2 GiB of
+	// non-torch memory on 24 GiB GPUs and 1.8 GiB on 80 GiB ones.
+	ReserveFloorGiB      float64 `json:"reserveFloorGiB,omitempty"`
+	ReserveFullDeviceGiB float64 `json:"reserveFullDeviceGiB,omitempty"`
 	// KVFollowsWeights stores the KV cache in fp8 when weights are quantised (TensorRT-LLM's default).
 	KVFollowsWeights bool `json:"kvFollowsWeights,omitempty"`
 }
@@ -135,6 +143,15 @@ func (p *Params) Clone() *Params {
 }
 
 // Validate checks ranges so a bad file fails loudly instead of predicting nonsense.
+
+// ReserveGiBFor is the runtime reserve on a device of devGiB.
+func (b *BackendParams) ReserveGiBFor(devGiB float64) float64 {
+	if b.ReserveFullDeviceGiB <= 0 || devGiB >= b.ReserveFullDeviceGiB {
+		return b.ReserveGiB
+	}
+	return b.ReserveFloorGiB + (b.ReserveGiB-b.ReserveFloorGiB)*devGiB/b.ReserveFullDeviceGiB
+}
+
 func (p *Params) Validate() error {
 	if p.Version != 1 {
 		return fmt.Errorf("version: got %d, want 1", p.Version)
@@ -172,6 +189,10 @@ func (p *Params) Validate() error {
 		}
 		if bp.MemoryUtilization <= 0 || bp.MemoryUtilization > 1 {
 			return fmt.Errorf("backends.%s.memoryUtilization: must be in (0, 1]", b)
+		}
+		if bp.ReserveGiB < 0 || bp.ReserveFloorGiB < 0 || bp.ReserveFloorGiB > bp.ReserveGiB || bp.ReserveFullDeviceGiB < 0 {
+			return fmt.Errorf("backends.%s: reserveGiB (%g) and reserveFloorGiB (%g) must be >= 0 with the floor <= reserveGiB, reserveFullDeviceGiB (%g) >= 0",
+				b, bp.ReserveGiB, bp.ReserveFloorGiB, bp.ReserveFullDeviceGiB)
 		}
 	}
 	c := p.Comm

@@ -181,3 +181,70 @@ func TestSmallDeviceSchedulerDefaults(t *testing.T) {
 		t.Errorf("vLLM on an 80 GiB GPU: %d tokens, %d seqs; want 8192 and 1024", big.MaxBatchedTokens, big.MaxSeqs)
 	}
 }
+
+func TestReserveScalesWithDevice(t *testing.T) {
+	be := MustDefaultParams().Backends[VLLM]
+	prev := 0.0
+	for _, gib := range []float64{4, 8, 12, 24, 48, 64, 80, 141} {
+		r := be.ReserveGiBFor(gib)
+		if r < prev || r > be.ReserveGiB || r < be.ReserveFloorGiB {
+			t.Errorf("reserve on %g GiB = %.2f GiB: must grow with the device within [%g, %g]", gib, r, be.ReserveFloorGiB, be.ReserveGiB)
+		}
+		prev = r
+	}
+	if r := be.ReserveGiBFor(12); r > 0.1*12 {
+		t.Errorf("a 12 GiB device keeps %.2f GiB in reserve; vLLM on such devices uses well under 10%%", r)
+	}
+	if r := be.ReserveGiBFor(80); r != be.ReserveGiB {
+		t.Errorf("an 80 GiB GPU keeps %.2f GiB, want the full %g", r, be.ReserveGiB)
+	}
+}
+
+// The AKS vGPU shares hold the small models in 4-bit weights, and the
+// README's 8B example fits half an A10.
+func TestSmallModelsFitA10Shares(t *testing.T) {
+	for _, tc := range []struct {
+		model, slice string
+		prec         catalog.Precision
+	}{
+		{"Qwen/Qwen3-0.6B", "1/6", catalog.W4A16}, {"Qwen/Qwen3-1.7B", "1/6", catalog.W4A16},
+		{"meta-llama/Llama-3.2-1B", "1/6", catalog.BF16}, {"Qwen/Qwen3-4B", "1/3", catalog.W4A16},
+		{"meta-llama/Llama-3.2-3B", "1/3", catalog.W4A16}, {"Qwen/Qwen3-8B", "1/2", catalog.W4A16},
+		{"Qwen/Qwen3-8B", "1/2", catalog.FP8},
+	} {
+		w := worker(t, tc.model, "a10", tc.slice, tc.prec, 1)
+		if err := w.CheckFit(4500); err != nil {
+			t.Errorf("%s %s on a10 %s: %v", tc.model, tc.prec, tc.slice, err)
+		}
+	}
+	w := worker(t, "Qwen/Qwen3-8B", "a10", "1/6", catalog.W4A16, 1)
+	if err := w.CheckFit(4500); err == nil {
+		t.Error("Qwen3-8B fits a 4 GB share: its 4-bit weights alone need 4.8 GB")
+	}
+}
+
+// Weight-only 4-bit streams a quarter of bf16's bytes at decode but
+// computes prompts at the bf16 rate.
+func TestW4A16IsWeightOnly(t *testing.T) {
+	bf := worker(t, "Qwen/Qwen3-8B", "h100_sxm", "", catalog.BF16, 1)
+	w4 := worker(t, "Qwen/Qwen3-8B", "h100_sxm", "", catalog.W4A16, 1)
+	if r := decodeStep(bf, 1, 1000) / decodeStep(w4, 1, 1000); r < 2 || r > 4 {
+		t.Errorf("bf16/w4a16 decode step ratio %.2f, want 2-4 (weights a quarter, embeddings and overheads unchanged)", r)
+	}
+	if r := prefillStep(bf, 8192) / prefillStep(w4, 8192); r < 0.9 || r > 1.1 {
+		t.Errorf("bf16/w4a16 prefill ratio %.2f, want about 1: dequantised GEMMs run at bf16", r)
+	}
+	if w4.Memory().WeightsGiB > 0.45*bf.Memory().WeightsGiB {
+		t.Errorf("w4a16 weights %.1f GiB against bf16 %.1f GiB", w4.Memory().WeightsGiB, bf.Memory().WeightsGiB)
+	}
+}
+
+func TestWeightOnlyFormatIsNoCacheFormat(t *testing.T) {
+	c := catalog.MustDefault()
+	m, _ := c.Model("Qwen/Qwen3-8B")
+	d, _ := c.Device("h100_sxm", "")
+	_, err := NewWorker(Config{Model: m, Device: d, KV: catalog.W4A16}, MustDefaultParams())
+	if err == nil || !strings.Contains(err.Error(), "kv_precision") {
+		t.Errorf("w4a16 KV cache: got %v, want an error naming kv_precision", err)
+	}
+}

@@ -40,13 +40,13 @@ func TestUsersScenario(t *testing.T) {
 model: Qwen/Qwen3-8B
 gpu: a10
 slice: "1/2"
-precision: fp8
+precision: bf16
 deployment: {mode: agg, agg: {replicas: 2}}
 workload: {kind: users, users: {count: 4, thinkMs: 500}, isl: {fixed: 500}, osl: {normal: {mean: 100, std: 20}}}
 slo: {ttftMs: 2000, itlMs: 100}
 durationSeconds: 60
 `); err == nil || !strings.Contains(err.Error(), "deployment.agg") || !strings.Contains(err.Error(), "does not fit") {
-		// Qwen3-8B in fp8 does not fit a 12 GiB A10 half at the default memory share.
+		// Qwen3-8B's 16 GB of bf16 weights do not fit a 12 GiB A10 half.
 		t.Fatalf("want a fit error naming deployment.agg, got %v", err)
 	}
 	if _, err := build(t, `
