@@ -56,17 +56,18 @@ func (m *Model) prompt(isl float64) (t1, service float64) {
 	return t1, math.Max(service, front) * 1e3
 }
 
-// PrefillTTFT is the mean TTFT (ms) at rate req/s: the isolated latency
-// plus M/D/1 queueing.
-func (m *Model) PrefillTTFT(isl, rate float64) float64 {
+// PrefillTTFT is the TTFT (ms) at percentile pct (0: the mean) at rate
+// req/s: the isolated latency plus M/D/1 queueing.
+func (m *Model) PrefillTTFT(isl, rate, pct float64) float64 {
 	t1, s := m.prompt(isl)
-	return QueueTTFT(t1, s, rate)
+	return QueueTTFTAt(t1, s, rate, pct)
 }
 
-// PrefillRate is the most req/s inside ttftMs (0 if one prompt misses it).
-func (m *Model) PrefillRate(isl, ttftMs float64) float64 {
+// PrefillRate is the most req/s whose TTFT at percentile pct (0: the
+// mean) stays inside ttftMs (0 if one prompt misses it).
+func (m *Model) PrefillRate(isl, ttftMs, pct float64) float64 {
 	t1, s := m.prompt(isl)
-	return QueueRate(t1, s, ttftMs)
+	return QueueRateAt(t1, s, ttftMs, pct)
 }
 
 // DecodeITL is the step time (ms) with batch requests at mid-answer context.

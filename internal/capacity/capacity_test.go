@@ -56,23 +56,23 @@ func TestAgreesWithEngineLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	transfer := perf.KVTransferTime(int(isl), cm.Prefill, cm.Decode, true) * 1e3
-	if got := cm.PrefillTTFT(isl, 0); math.Abs(got-transfer-one.TTFTms)/one.TTFTms > 0.02 {
+	if got := cm.PrefillTTFT(isl, 0, 0); math.Abs(got-transfer-one.TTFTms)/one.TTFTms > 0.02 {
 		t.Errorf("prefill: analytic %.1f ms (with %.1f ms hand-off), engine loop %.1f ms", got, transfer, one.TTFTms)
 	}
 }
 
 func TestMonotone(t *testing.T) {
 	cm := model(t, 1)
-	if !(cm.PrefillRate(4000, 400) < cm.PrefillRate(4000, 800) && cm.PrefillRate(1000, 500) > cm.PrefillRate(4000, 500)) {
+	if !(cm.PrefillRate(4000, 400, 0) < cm.PrefillRate(4000, 800, 0) && cm.PrefillRate(1000, 500, 0) > cm.PrefillRate(4000, 500, 0)) {
 		t.Error("prefill rate must grow with the TTFT budget and shrink with the prompt")
 	}
-	if cm.PrefillRate(4000, 100) != 0 {
+	if cm.PrefillRate(4000, 100, 0) != 0 {
 		t.Error("a budget below one prompt's latency allows no rate")
 	}
 	if !(cm.DecodeITL(4000, 500, 8) < cm.DecodeITL(4000, 500, 64)) || cm.DecodeRate(4000, 500, 5) != 0 {
 		t.Error("decode ITL grows with batch; an ITL below one step allows no rate")
 	}
-	if !math.IsInf(cm.PrefillTTFT(4000, 100), 1) {
+	if !math.IsInf(cm.PrefillTTFT(4000, 100, 0), 1) {
 		t.Error("past saturation the TTFT is unbounded")
 	}
 }

@@ -39,7 +39,9 @@ type configureTable struct {
 func (t configureTable) priced() bool { return t.res.Best != nil && t.res.Best.CostPerHour > 0 }
 
 func (t configureTable) Header() []string {
-	h := []string{"#", "DEPLOYMENT", "GPUS", "USERS", "TTFT(ms)", "ITL(ms)", "TOK/S", "TOK/S/GPU", "TOK/S/USER"}
+	sla := t.res.SLA
+	h := []string{"#", "DEPLOYMENT", "GPUS", "USERS", "TTFT " + strings.ToUpper(configure.Stat(sla.TTFTPercentile)) + "(ms)",
+		"ITL " + strings.ToUpper(configure.Stat(sla.ITLPercentile)) + "(ms)", "TTFT P99", "TOK/S", "TOK/S/GPU", "TOK/S/USER"}
 	if t.priced() {
 		h = append(h, "COST/H", "TOK/$")
 	}
@@ -54,7 +56,7 @@ func (t configureTable) Rows() [][]string {
 			slo = "MISSED"
 		}
 		row := []string{fmt.Sprint(c.Rank), configure.Describe(c), fmt.Sprintf("%.4g", c.GPUs), fmt.Sprint(c.Concurrency),
-			fmt.Sprintf("%.0f", c.TTFTms), fmt.Sprintf("%.1f", c.ITLms), fmt.Sprintf("%.0f", c.TokensPerS),
+			fmt.Sprintf("%.0f", c.TTFTms), fmt.Sprintf("%.1f", c.ITLms), fmt.Sprintf("%.0f", c.TTFTP99ms), fmt.Sprintf("%.0f", c.TokensPerS),
 			fmt.Sprintf("%.0f", c.TokensPerSPerGPU), fmt.Sprintf("%.1f", c.TokensPerSPerUser)}
 		if t.priced() {
 			row = append(row, fmt.Sprintf("%.2f", c.CostPerHour), fmt.Sprintf("%.0f", c.TokensPerDollar))
@@ -95,6 +97,8 @@ finalists re-run as whole deployments. With no flags it searches Qwen3-32B in fp
 	fl.Float64Var(&r.SLA.TTFTms, "ttft", r.SLA.TTFTms, "time-to-first-token target in ms (0: none)")
 	fl.Float64Var(&r.SLA.ITLms, "itl", r.SLA.ITLms, "inter-token latency target in ms (0: none)")
 	fl.Float64Var(&r.SLA.E2Ems, "e2e", 0, "end-to-end latency target in ms (0: none)")
+	fl.Float64Var(&r.SLA.TTFTPercentile, "ttft-percentile", 0, "percentile of requests whose TTFT must meet --ttft, e.g. 90 or 99 (0: the mean)")
+	fl.Float64Var(&r.SLA.ITLPercentile, "itl-percentile", 0, "percentile of requests whose ITL must meet --itl, e.g. 90 or 99 (0: the mean)")
 	fl.StringVar(&f.gpu, "gpu", f.gpu, "device kind of a homogeneous pool (gpu or gpu:slice)")
 	fl.IntVar(&f.totalGPUs, "total-gpus", f.totalGPUs, "devices of --gpu in the pool")
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "devices per node, bounding tensor parallelism (default: the GPU's NVLink domain)")
@@ -149,6 +153,8 @@ func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Requ
 		override("ttft", func() { fr.SLA.TTFTms = r.SLA.TTFTms })
 		override("itl", func() { fr.SLA.ITLms = r.SLA.ITLms })
 		override("e2e", func() { fr.SLA.E2Ems = r.SLA.E2Ems })
+		override("ttft-percentile", func() { fr.SLA.TTFTPercentile = r.SLA.TTFTPercentile })
+		override("itl-percentile", func() { fr.SLA.ITLPercentile = r.SLA.ITLPercentile })
 		override("max-gpus", func() { fr.MaxGPUs = r.MaxGPUs })
 		override("max-cost", func() { fr.MaxCostPerHour = r.MaxCostPerHour })
 		override("request-rate", func() { fr.RequestRate, fr.Concurrency = r.RequestRate, 0 })
@@ -253,7 +259,8 @@ func runConfigure(g *globals, cmd *cobra.Command, f *configureFlags) error {
 
 func writeConfigureTable(g *globals, res *configure.Result, explain bool) error {
 	w := g.stdout
-	fmt.Fprintf(w, "%s on %s, %s, ISL %d / OSL %d, TTFT <= %g ms, ITL <= %g ms", res.Model, res.Backend, res.Precision, res.ISL, res.OSL, res.SLA.TTFTms, res.SLA.ITLms)
+	fmt.Fprintf(w, "%s on %s, %s, ISL %d / OSL %d, TTFT %s <= %g ms, ITL %s <= %g ms", res.Model, res.Backend, res.Precision, res.ISL, res.OSL,
+		configure.Stat(res.SLA.TTFTPercentile), res.SLA.TTFTms, configure.Stat(res.SLA.ITLPercentile), res.SLA.ITLms)
 	if res.SLA.E2Ems > 0 {
 		fmt.Fprintf(w, ", E2E <= %g ms", res.SLA.E2Ems)
 	}
@@ -262,8 +269,9 @@ func writeConfigureTable(g *globals, res *configure.Result, explain bool) error 
 		fmt.Fprintf(w, "UNREACHABLE: %s\n", res.Unreachable.Message)
 	}
 	if b := res.Best; b != nil {
-		fmt.Fprintf(w, "best: %s, %.0f tokens/s (%.0f per GPU, %.1f per user), TTFT %.0f ms, ITL %.1f ms, %d users\n",
-			configure.Describe(*b), b.TokensPerS, b.TokensPerSPerGPU, b.TokensPerSPerUser, b.TTFTms, b.ITLms, b.Concurrency)
+		fmt.Fprintf(w, "best: %s, %.0f tokens/s (%.0f per GPU, %.1f per user), TTFT %s %.0f ms (p99 %.0f), ITL %s %.1f ms, %d users\n",
+			configure.Describe(*b), b.TokensPerS, b.TokensPerSPerGPU, b.TokensPerSPerUser, configure.Stat(res.SLA.TTFTPercentile), b.TTFTms,
+			b.TTFTP99ms, configure.Stat(res.SLA.ITLPercentile), b.ITLms, b.Concurrency)
 	}
 	if e := res.Engines; e != nil {
 		fmt.Fprintf(w, "autoscale units: prefill %s tp%d (%.2f req/s each), decode %s tp%d (%.2f req/s each)\n",

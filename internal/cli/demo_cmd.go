@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/examples"
+	"github.com/gpuplane/gpuplane/internal/configure"
 	"github.com/gpuplane/gpuplane/internal/demo"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/report"
@@ -88,8 +89,9 @@ timeline and the comparison, and writes an HTML report.
 			if err != nil {
 				return fmt.Errorf("scenario %s: %w", name, err)
 			}
-			sub := fmt.Sprintf("%s on %s (%s), prefill tp%d + decode tp%d, SLO TTFT %.0f ms / ITL %.0f ms; %s",
-				sc.Model, sc.GPU, sc.Precision, sc.Deployment.Prefill.TP, sc.Deployment.Decode.TP, sc.SLO.TTFTMs, sc.SLO.ITLMs, name)
+			sub := fmt.Sprintf("%s on %s (%s), prefill tp%d + decode tp%d, SLO TTFT %s <= %.0f ms / ITL %s <= %.0f ms; %s",
+				sc.Model, sc.GPU, sc.Precision, sc.Deployment.Prefill.TP, sc.Deployment.Decode.TP, configure.Stat(sc.SLO.TTFTPercentile), sc.SLO.TTFTMs,
+				configure.Stat(sc.SLO.ITLPercentile), sc.SLO.ITLMs, name)
 			if reportFile != "" {
 				if err := writeFile(reportFile, func(w *bytes.Buffer) error {
 					return report.WriteDemo(w, "gpuplane demo: the SLO planner under a burst", sub, res)
@@ -125,7 +127,7 @@ timeline and the comparison, and writes an HTML report.
 type demoComparison struct{ res *demo.Result }
 
 func (c demoComparison) Header() []string {
-	return []string{"PROVISIONING", "SLO ATTAINMENT", "BEFORE BURST", "AFTER REACTION", "TTFT P99(ms)", "GPU-HOURS"}
+	return []string{"PROVISIONING", "SLO ATTAINMENT", "BEFORE BURST", "AFTER REACTION", "SLO JUDGED", "TTFT P99(ms)", "GPU-HOURS"}
 }
 
 func (c demoComparison) Rows() [][]string {
@@ -136,8 +138,12 @@ func (c demoComparison) Rows() [][]string {
 			name = fmt.Sprintf("%s (%d + %d)", r.Name, r.Prefill, r.Decode)
 		}
 		s := r.Summary
+		judged := "-"
+		if v := s.SLO; v != nil {
+			judged = fmt.Sprintf("%s: ttft %s %.0f, itl %s %.1f ms", map[bool]string{true: "met", false: "MISSED"}[v.Met], v.TTFTStat, v.TTFTms, v.ITLStat, v.ITLms)
+		}
 		rows = append(rows, []string{name, fmt.Sprintf("%.2f%%", 100*s.SLOAttainment), fmt.Sprintf("%.2f%%", 100*r.Before),
-			fmt.Sprintf("%.2f%%", 100*r.After), fmt.Sprintf("%.0f", s.TTFTms.P99), fmt.Sprintf("%.2f", s.GPUHours)})
+			fmt.Sprintf("%.2f%%", 100*r.After), judged, fmt.Sprintf("%.0f", s.TTFTms.P99), fmt.Sprintf("%.2f", s.GPUHours)})
 	}
 	return rows
 }

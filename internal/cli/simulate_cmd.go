@@ -23,7 +23,7 @@ type simTable struct{ *sim.Summary }
 func (t simTable) Header() []string { return []string{"METRIC", "VALUE"} }
 func (t simTable) Rows() [][]string {
 	s := t.Summary
-	return [][]string{
+	rows := [][]string{
 		{"requests", fmt.Sprint(s.Requests)}, {"completed", fmt.Sprint(s.Completed)}, {"unfinished", fmt.Sprint(s.Unfinished)},
 		{"rejected", fmt.Sprint(s.Rejected)}, {"slo attainment", fmt.Sprintf("%.2f%%", 100*s.SLOAttainment)},
 		{"goodput", fmt.Sprintf("%.2f req/s", s.GoodputRPS)},
@@ -31,6 +31,15 @@ func (t simTable) Rows() [][]string {
 		{"itl p50/p90/p99", fmt.Sprintf("%.2f / %.2f / %.2f ms", s.ITLms.P50, s.ITLms.P90, s.ITLms.P99)},
 		{"gpu hours", fmt.Sprintf("%.3f", s.GPUHours)}, {"simulated", fmt.Sprintf("%.0f s", s.SimSeconds)},
 	}
+	if v := s.SLO; v != nil {
+		verdict := "met"
+		if !v.Met {
+			verdict = "MISSED"
+		}
+		rows = append(rows, []string{"slo (" + v.TTFTStat + " ttft, " + v.ITLStat + " itl)",
+			fmt.Sprintf("%s: ttft %.1f ms (target %g), itl %.2f ms (target %g)", verdict, v.TTFTms, v.TTFTTargetms, v.ITLms, v.ITLTargetms)})
+	}
+	return rows
 }
 
 func newSimulateCmd(g *globals) *cobra.Command {

@@ -124,9 +124,9 @@ func (s *search) verify(d *deployment, users int) (*serving.Result, error) {
 func (s *search) within(res *serving.Result) (bool, string) {
 	sl := s.r.SLA
 	switch {
-	case sl.TTFTms > 0 && res.TTFTms > sl.TTFTms:
+	case sl.TTFTms > 0 && res.TTFTAt(sl.TTFTPercentile) > sl.TTFTms:
 		return false, "ttft"
-	case sl.ITLms > 0 && res.TPOTms > sl.ITLms:
+	case sl.ITLms > 0 && res.TPOTAt(sl.ITLPercentile) > sl.ITLms:
 		return false, "itl"
 	case sl.E2Ems > 0 && res.E2Ems > sl.E2Ems:
 		return false, "e2e"

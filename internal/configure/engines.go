@@ -154,7 +154,7 @@ func (e *engine) profile(r *Request) int {
 	add := func(c int) (Point, error) {
 		runs++
 		wl.Concurrency = c
-		p, err := e.run(wl)
+		p, err := e.run(wl, r.SLA)
 		if err == nil {
 			e.points = append(e.points, p)
 		}
@@ -206,7 +206,8 @@ func (e *engine) profile(r *Request) int {
 	return runs
 }
 
-func (e *engine) run(wl serving.Workload) (Point, error) {
+// run measures one point; its TTFT and ITL are the statistics the SLA judges.
+func (e *engine) run(wl serving.Workload, sla SLA) (Point, error) {
 	var res *serving.Result
 	var err error
 	switch e.role {
@@ -220,7 +221,8 @@ func (e *engine) run(wl serving.Workload) (Point, error) {
 	if err != nil {
 		return Point{}, err
 	}
-	return Point{Concurrency: wl.Concurrency, TTFTms: res.TTFTms, ITLms: res.TPOTms, E2Ems: res.E2Ems, RequestsPerS: res.RequestsPerS}, nil
+	return Point{Concurrency: wl.Concurrency, TTFTms: res.TTFTAt(sla.TTFTPercentile), ITLms: res.TPOTAt(sla.ITLPercentile),
+		E2Ems: res.E2Ems, RequestsPerS: res.RequestsPerS}, nil
 }
 
 // meets is the per-engine part of the SLO: agg engines answer all of it;
@@ -274,12 +276,13 @@ func (e *engine) prefillQueue() (t1, service float64, ok bool) {
 }
 
 // prefillCapacity is the request rate one prefill worker takes while the
-// mean TTFT stays within budget ms (M/D/1, see capacity.QueueRate); 0 if
+// TTFT at percentile pct (0: the mean) stays within budget ms (M/D/1, see
+// capacity.QueueRateAt); 0 if
 // even one prompt misses the budget.
-func (e *engine) prefillCapacity(budgetMs float64) float64 {
+func (e *engine) prefillCapacity(budgetMs, pct float64) float64 {
 	t1, s, ok := e.prefillQueue()
 	if !ok {
 		return 0
 	}
-	return capacity.QueueRate(t1, s, budgetMs)
+	return capacity.QueueRateAt(t1, s, budgetMs, pct)
 }

@@ -35,7 +35,7 @@ func (s *search) pareto() (curve, front []ParetoPoint) {
 					if budget > 1e12 {
 						budget = 1e12
 					}
-					capacity := pre.prefillCapacity(budget)
+					capacity := pre.prefillCapacity(budget, s.r.SLA.TTFTPercentile)
 					if capacity <= 0 {
 						continue
 					}

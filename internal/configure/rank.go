@@ -11,7 +11,8 @@ import (
 
 // result ranks the verified candidates and assembles the answer.
 func (s *search) result(deps []*deployment) *Result {
-	res := &Result{ISL: s.r.ISL, OSL: s.r.OSL, SLA: s.r.SLA, Pick: s.r.Pick, Load: s.r.RequestRate, Users: s.r.Concurrency}
+	res := &Result{ISL: s.r.ISL, OSL: s.r.OSL, SLA: s.r.SLA, Pick: s.r.Pick, Load: s.r.RequestRate, Users: s.r.Concurrency,
+		Judged: "ttft " + Stat(s.r.SLA.TTFTPercentile) + ", itl " + Stat(s.r.SLA.ITLPercentile)}
 	res.Model, res.Backend, res.Precision = s.resolved()
 	for _, e := range s.engines {
 		if e.err != nil {
@@ -88,7 +89,9 @@ func (s *search) rank(cfgs []Config) {
 func (s *search) config(d *deployment) Config {
 	r := d.res
 	c := Config{Mode: d.mode, GPUs: d.gpus(), Devices: d.devices(), CostPerHour: d.cost(), Concurrency: d.users,
-		RequestsPerS: r.RequestsPerS, TTFTms: r.TTFTms, ITLms: r.TPOTms, E2Ems: r.E2Ems, TokensPerS: r.OutputTokensPerS,
+		RequestsPerS: r.RequestsPerS, TTFTms: r.TTFTAt(s.r.SLA.TTFTPercentile), ITLms: r.TPOTAt(s.r.SLA.ITLPercentile), E2Ems: r.E2Ems,
+		TTFTMeanms: r.TTFTms, TTFTP90ms: r.TTFTP90ms, TTFTP99ms: r.TTFTP99ms, ITLMeanms: r.TPOTms, ITLP90ms: r.TPOTP90ms, ITLP99ms: r.TPOTP99ms,
+		TokensPerS:        r.OutputTokensPerS,
 		TokensPerSPerUser: r.OutputTokensPerSPerUser, KVTransferMs: r.KVTransferMs, MeetsSLO: d.meets}
 	if c.GPUs > 0 {
 		c.TokensPerSPerGPU = c.TokensPerS / c.GPUs

@@ -10,6 +10,7 @@ package configure
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -38,11 +39,31 @@ func ParsePick(s string) (Pick, error) {
 	return "", fmt.Errorf("pick: %q is not throughput, load-match or autoscale", s)
 }
 
-// SLA is the latency target in milliseconds; zero means no limit.
+// SLA is the latency target in milliseconds; zero means no limit. A
+// percentile (e.g. 90 or 99) judges that percentile of the requests' TTFT
+// or ITL; zero judges the mean.
 type SLA struct {
-	TTFTms float64 `json:"ttft"`
-	ITLms  float64 `json:"itl"`
-	E2Ems  float64 `json:"e2e,omitempty"`
+	TTFTms         float64 `json:"ttft"`
+	ITLms          float64 `json:"itl"`
+	E2Ems          float64 `json:"e2e,omitempty"`
+	TTFTPercentile float64 `json:"ttftPercentile,omitempty"`
+	ITLPercentile  float64 `json:"itlPercentile,omitempty"`
+}
+
+// CheckPercentile validates an SLO percentile: 0 (the mean) or 50-99.9.
+func CheckPercentile(field string, p float64) error {
+	if p == 0 || p >= 50 && p <= 99.9 {
+		return nil
+	}
+	return fmt.Errorf("%s: %g must be 0 (the mean) or a percentile from 50 to 99.9, e.g. 90 or 99", field, p)
+}
+
+// Stat names the statistic a percentile judges: "mean" or "p90".
+func Stat(p float64) string {
+	if p == 0 {
+		return "mean"
+	}
+	return "p" + strconv.FormatFloat(p, 'f', -1, 64)
 }
 
 // PoolEntry is one kind of device a cluster offers.
@@ -89,8 +110,8 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("isl: %d must be >= 1", r.ISL)
 	case r.OSL < 2:
 		return fmt.Errorf("osl: %d must be >= 2 (ITL needs a second token)", r.OSL)
-	case r.SLA.TTFTms < 0 || r.SLA.ITLms < 0 || r.SLA.E2Ems < 0:
-		return fmt.Errorf("sla: ttft, itl and e2e must be >= 0 ms (0 means no limit)")
+	case !(r.SLA.TTFTms >= 0 && r.SLA.ITLms >= 0 && r.SLA.E2Ems >= 0) || math.IsInf(r.SLA.TTFTms+r.SLA.ITLms+r.SLA.E2Ems, 0):
+		return fmt.Errorf("sla: ttft %g, itl %g and e2e %g must be finite and >= 0 ms (0 means no limit)", r.SLA.TTFTms, r.SLA.ITLms, r.SLA.E2Ems)
 	case r.SLA.TTFTms == 0 && r.SLA.ITLms == 0 && r.SLA.E2Ems == 0:
 		return fmt.Errorf("sla: give at least one of ttft, itl or e2e (ms)")
 	case len(r.Pool) == 0:
@@ -105,6 +126,12 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("budget: maxGpus and maxCostPerHour must be >= 0")
 	case r.Top < 0:
 		return fmt.Errorf("top: %d must be >= 0", r.Top)
+	}
+	if err := CheckPercentile("sla.ttftPercentile", r.SLA.TTFTPercentile); err != nil {
+		return err
+	}
+	if err := CheckPercentile("sla.itlPercentile", r.SLA.ITLPercentile); err != nil {
+		return err
 	}
 	if _, err := ParsePick(string(r.Pick)); err != nil {
 		return err

@@ -31,10 +31,18 @@ type Config struct {
 	Devices     int     `json:"devices"`
 	CostPerHour float64 `json:"cost_per_hour,omitempty"`
 	// Concurrency is the users the deployment holds at once at this operating point.
-	Concurrency       int     `json:"concurrency"`
-	RequestsPerS      float64 `json:"requests_per_s"`
+	Concurrency  int     `json:"concurrency"`
+	RequestsPerS float64 `json:"requests_per_s"`
+	// TTFTms and ITLms are the statistics the SLA judges (its percentiles,
+	// or the means); the others are reported beside them.
 	TTFTms            float64 `json:"ttft_ms"`
 	ITLms             float64 `json:"itl_ms"`
+	TTFTMeanms        float64 `json:"ttft_mean_ms"`
+	TTFTP90ms         float64 `json:"ttft_p90_ms"`
+	TTFTP99ms         float64 `json:"ttft_p99_ms"`
+	ITLMeanms         float64 `json:"itl_mean_ms"`
+	ITLP90ms          float64 `json:"itl_p90_ms"`
+	ITLP99ms          float64 `json:"itl_p99_ms"`
 	E2Ems             float64 `json:"e2e_ms"`
 	TokensPerS        float64 `json:"tokens_per_s"`
 	TokensPerSPerGPU  float64 `json:"tokens_per_s_per_gpu"`
@@ -84,12 +92,14 @@ type Engines struct {
 type Result struct {
 	Model string `json:"model"`
 	// Checkpoint is the model as requested (e.g. a published FP8 checkpoint), what workers load.
-	Checkpoint string        `json:"checkpoint"`
-	Backend    string        `json:"backend"`
-	Precision  string        `json:"precision"`
-	ISL        int           `json:"isl"`
-	OSL        int           `json:"osl"`
-	SLA        SLA           `json:"sla"`
+	Checkpoint string `json:"checkpoint"`
+	Backend    string `json:"backend"`
+	Precision  string `json:"precision"`
+	ISL        int    `json:"isl"`
+	OSL        int    `json:"osl"`
+	SLA        SLA    `json:"sla"`
+	// Judged names the statistics the SLA judges, e.g. "ttft p90, itl mean".
+	Judged     string        `json:"judged"`
 	Pick       Pick          `json:"pick"`
 	Load       float64       `json:"request_rate,omitempty"`
 	Users      int           `json:"concurrency,omitempty"`

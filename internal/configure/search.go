@@ -165,7 +165,7 @@ func (s *search) pair(p, d *engine) *deployment {
 	if math.IsInf(budget, 1) {
 		budget = 1e12
 	}
-	dep.preCap = p.prefillCapacity(budget)
+	dep.preCap = p.prefillCapacity(budget, s.r.SLA.TTFTPercentile)
 	if dep.preCap <= 0 {
 		return nil
 	}

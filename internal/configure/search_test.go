@@ -257,3 +257,37 @@ func TestNothingFits(t *testing.T) {
 		t.Fatalf("want a fit error, got %v", err)
 	}
 }
+
+// A percentile SLO is judged on that percentile of the whole deployment's
+// engine simulation, and the result says which statistic it judged.
+func TestPercentileSLO(t *testing.T) {
+	mean := mustSearch(t, reference())
+	r := reference()
+	r.SLA.TTFTPercentile, r.SLA.ITLPercentile = 99, 90
+	p := mustSearch(t, r)
+	if p.Judged != "ttft p99, itl p90" || mean.Judged != "ttft mean, itl mean" {
+		t.Errorf("judged %q and %q", p.Judged, mean.Judged)
+	}
+	for _, c := range p.Candidates {
+		if !c.MeetsSLO {
+			continue
+		}
+		if c.TTFTms != c.TTFTP99ms || c.TTFTP99ms > 500 || c.ITLP90ms > 30 || c.ITLms != c.ITLP90ms {
+			t.Errorf("%s meets the SLO with TTFT p99 %.0f ms (shown %.0f), ITL p90 %.1f ms (shown %.1f)",
+				Describe(c), c.TTFTP99ms, c.TTFTms, c.ITLP90ms, c.ITLms)
+		}
+	}
+	if p.Best == nil || !p.Best.MeetsSLO {
+		t.Fatal("nothing meets the p99 SLO on 8 H200s")
+	}
+	if p.Best.TTFTP99ms > 500 {
+		t.Errorf("p99 pick has TTFT p99 %.0f ms > 500", p.Best.TTFTP99ms)
+	}
+	for _, bad := range []float64{-1, 10, 100, math.NaN()} {
+		r := reference()
+		r.SLA.TTFTPercentile = bad
+		if _, err := Search(testEnv(), r, Options{}); err == nil || !strings.Contains(err.Error(), "sla.ttftPercentile") {
+			t.Errorf("ttftPercentile %g: got %v", bad, err)
+		}
+	}
+}

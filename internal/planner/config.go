@@ -1,6 +1,9 @@
 package planner
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Config sets the planner's targets, prediction and limits. Times are in
 // seconds, latencies in milliseconds. JSON names are the planner section of
@@ -10,9 +13,15 @@ type Config struct {
 	Interval float64 `json:"intervalSeconds,omitempty"`
 	TTFTms   float64 `json:"ttftMs"`
 	ITLms    float64 `json:"itlMs"`
+	// TTFTPercentile and ITLPercentile are the percentiles the SLO holds
+	// (e.g. 90; 0: the mean). Prefill is sized with the M/D/1 tail at that
+	// percentile and corrected from the observed histogram's.
+	TTFTPercentile float64 `json:"ttftPercentile,omitempty"`
+	ITLPercentile  float64 `json:"itlPercentile,omitempty"`
 	// TTFTTarget and ITLTarget are the fractions of the SLO the pools are
-	// sized to on average (default 0.5 and 0.9): the mean must sit below the
-	// target so that nearly every request does.
+	// sized to (default 0.5 and 0.9 for a mean SLO: the mean must sit below
+	// the target so that nearly every request does; 0.8 for a TTFT
+	// percentile, whose tail the queueing model already sizes for).
 	TTFTTarget float64 `json:"ttftTarget,omitempty"`
 	ITLTarget  float64 `json:"itlTarget,omitempty"`
 	// Predictor: constant, moving-average, holt, kalman or arima (default holt); Window its history.
@@ -53,6 +62,9 @@ func (c *Config) defaults() {
 		}
 	}
 	set(&c.Interval, 30)
+	if c.TTFTPercentile > 0 {
+		set(&c.TTFTTarget, 0.8)
+	}
 	set(&c.TTFTTarget, 0.5)
 	set(&c.ITLTarget, 0.9)
 	set(&c.Cooldown, 120)
@@ -83,8 +95,12 @@ func (c *Config) defaults() {
 // Validate names the first bad field.
 func (c *Config) Validate() error {
 	switch {
-	case c.TTFTms <= 0 || c.ITLms <= 0:
-		return fmt.Errorf("planner: ttftMs and itlMs must be > 0 (the SLO the planner holds)")
+	case !(c.TTFTms > 0) || !(c.ITLms > 0) || math.IsInf(c.TTFTms+c.ITLms, 0):
+		return fmt.Errorf("planner: ttftMs %g and itlMs %g must be finite and > 0 (the SLO the planner holds)", c.TTFTms, c.ITLms)
+	case c.TTFTPercentile != 0 && (c.TTFTPercentile < 50 || c.TTFTPercentile > 99.9) || !(c.TTFTPercentile >= 0):
+		return fmt.Errorf("planner.ttftPercentile: %g must be 0 (the mean) or 50-99.9, e.g. 90", c.TTFTPercentile)
+	case c.ITLPercentile != 0 && (c.ITLPercentile < 50 || c.ITLPercentile > 99.9) || !(c.ITLPercentile >= 0):
+		return fmt.Errorf("planner.itlPercentile: %g must be 0 (the mean) or 50-99.9, e.g. 90", c.ITLPercentile)
 	case c.TTFTTarget <= 0 || c.TTFTTarget > 1 || c.ITLTarget <= 0 || c.ITLTarget > 1:
 		return fmt.Errorf("planner.ttftTarget/itlTarget: fractions of the SLO in (0, 1]")
 	case c.Interval <= 0:

@@ -12,16 +12,19 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Capacity is what the planner needs to know about one prefill and one
 // decode replica (implemented by internal/capacity on the performance model).
 type Capacity interface {
-	// PrefillTTFT is the mean TTFT in ms of a prefill replica taking rate
-	// req/s of isl-token prompts (+Inf past saturation).
-	PrefillTTFT(isl, rate float64) float64
-	// PrefillRate is the most req/s a prefill replica takes inside ttftMs.
-	PrefillRate(isl, ttftMs float64) float64
+	// PrefillTTFT is the TTFT in ms at percentile pct (0: the mean) of a
+	// prefill replica taking rate req/s of isl-token prompts (+Inf past saturation).
+	PrefillTTFT(isl, rate, pct float64) float64
+	// PrefillRate is the most req/s a prefill replica takes with its TTFT
+	// at percentile pct (0: the mean) inside ttftMs.
+	PrefillRate(isl, ttftMs, pct float64) float64
 	// DecodeITL is the ITL in ms of a decode replica holding batch requests.
 	DecodeITL(isl, osl, batch float64) float64
 	// DecodeRate is the most req/s a decode replica takes inside itlMs.
@@ -40,6 +43,9 @@ type Observation struct {
 	MeanISL, MeanOSL float64
 	// TTFTms and ITLms are the observed means (0: none completed).
 	TTFTms, ITLms float64
+	// TTFTQms and ITLQms are the observed values at the SLO's percentiles
+	// (from the engines' histograms; 0: not known, the means stand in).
+	TTFTQms, ITLQms float64
 	// QueueDepth is requests waiting for their first token; KVUse the decode pool's mean cache use (0..1).
 	QueueDepth int
 	KVUse      float64
@@ -70,7 +76,7 @@ type Decision struct {
 type Planner struct {
 	cfg              Config
 	cap              Capacity
-	rate, isl, osl   Predictor
+	rate, isl, osl   *series
 	corrP, corrD     float64
 	history          []Decision // recent sizing targets for stabilisation
 	lastUp, lastDown float64
@@ -88,11 +94,18 @@ func New(cfg Config, c Capacity) (*Planner, error) {
 		return nil, fmt.Errorf("planner: a capacity model is required")
 	}
 	p := &Planner{cfg: cfg, cap: c, corrP: 1, corrD: 1, lastUp: math.Inf(-1), lastDown: math.Inf(-1)}
-	var err error
-	for _, pr := range []*Predictor{&p.rate, &p.isl, &p.osl} {
-		if *pr, err = NewPredictor(cfg.Predictor, cfg.Window); err != nil {
+	// The recent range spans two lead times: long enough to hold the load
+	// a scale-down would have to carry again.
+	window := max(6, int(math.Ceil(2*(1+cfg.StartupDelay/cfg.Interval))))
+	for _, s := range []struct {
+		dst      **series
+		headroom float64
+	}{{&p.rate, 2}, {&p.isl, 2}, {&p.osl, 2}} {
+		pr, err := NewPredictor(cfg.Predictor, cfg.Window)
+		if err != nil {
 			return nil, err
 		}
+		*s.dst = newSeries(pr, window, s.headroom)
 	}
 	return p, nil
 }
@@ -117,25 +130,25 @@ func (p *Planner) Tick(o Observation) Decision {
 		return cur
 	}
 	rate := float64(o.Requests) / o.Interval
-	p.rate.Observe(rate)
+	p.rate.observe(rate)
 	if o.Requests > 0 {
-		p.isl.Observe(o.MeanISL)
-		p.osl.Observe(o.MeanOSL)
+		p.isl.observe(o.MeanISL)
+		p.osl.observe(o.MeanOSL)
 	}
 	p.correct(o, rate)
 
 	lead := 1 + c.StartupDelay/c.Interval
-	d := Decision{Time: o.Time, ObservedRate: rate, PredictedRate: p.rate.Predict(lead),
-		PredictedISL: math.Max(p.isl.Predict(lead), 1), PredictedOSL: math.Max(p.osl.Predict(lead), 2),
+	d := Decision{Time: o.Time, ObservedRate: rate, PredictedRate: p.rate.predict(lead),
+		PredictedISL: math.Max(p.isl.predict(lead), 1), PredictedOSL: math.Max(p.osl.predict(lead), 2),
 		PrefillCorrection: p.corrP, DecodeCorrection: p.corrD}
-	if !p.seen || o.Requests > 0 && p.isl.Predict(lead) == 0 {
+	if !p.isl.seen() {
 		d.PredictedISL, d.PredictedOSL = math.Max(o.MeanISL, 1), math.Max(o.MeanOSL, 2)
 	}
 	// A pool that runs slower than the model by a factor carries that much
 	// less. A pool that runs faster is not trusted to carry more: the ratio
 	// is learnt at the current request sizes, and a burst of other sizes
 	// must not find the pools under-provisioned.
-	d.PrefillCapacity = p.cap.PrefillRate(d.PredictedISL, c.TTFTms*c.TTFTTarget) / math.Max(p.corrP, 1)
+	d.PrefillCapacity = p.cap.PrefillRate(d.PredictedISL, c.TTFTms*c.TTFTTarget, c.TTFTPercentile) / math.Max(p.corrP, 1)
 	d.DecodeCapacity = p.cap.DecodeRate(d.PredictedISL, d.PredictedOSL, c.ITLms*c.ITLTarget) / math.Max(p.corrD, 1)
 	wantP := need(d.PredictedRate, d.PrefillCapacity, c.MaxPrefill)
 	wantD := need(d.PredictedRate, d.DecodeCapacity, c.MaxDecode)
@@ -157,8 +170,9 @@ func (p *Planner) Tick(o Observation) Decision {
 	for len(p.history) > 0 && p.history[0].Time <= o.Time-c.Stabilization {
 		p.history = p.history[1:]
 	}
-	d.Prefill = p.settle("prefill", cur.Prefill, wantP, o, queuePer < c.QueueLow, func(x Decision) int { return x.Prefill }, &why)
-	d.Decode = p.settle("decode", cur.Decode, wantD, o, o.KVUse < c.KVLow, func(x Decision) int { return x.Decode }, &why)
+	backP, backD := p.needBack(lead)
+	d.Prefill = p.settle("prefill", cur.Prefill, wantP, backP, o, queuePer < c.QueueLow, func(x Decision) int { return x.Prefill }, &why)
+	d.Decode = p.settle("decode", cur.Decode, wantD, backD, o, o.KVUse < c.KVLow, func(x Decision) int { return x.Decode }, &why)
 	d.Prefill, d.Decode = p.limit(d.Prefill, d.Decode, &why)
 	if d.Prefill > cur.Prefill || d.Decode > cur.Decode {
 		p.lastUp = o.Time
@@ -195,10 +209,15 @@ func (p *Planner) correct(o Observation, rate float64) {
 	// error: correct only from pools working below their SLO capacity.
 	perPrefill := rate / float64(max(o.Prefill, 1))
 	calmPrefill := float64(o.QueueDepth)/float64(max(o.Prefill, 1)) <= c.QueueLow &&
-		perPrefill <= p.cap.PrefillRate(isl, c.TTFTms*c.TTFTTarget)
-	if o.TTFTms > 0 && o.TTFTms <= c.TTFTms && o.Prefill > 0 && calmPrefill {
-		if exp := p.cap.PrefillTTFT(isl, rate/float64(o.Prefill)); exp > 0 && !math.IsInf(exp, 1) {
-			p.corrP = clamp((1-c.CorrectionAlpha)*p.corrP+c.CorrectionAlpha*o.TTFTms/exp, c.CorrectionMin, c.CorrectionMax)
+		perPrefill <= p.cap.PrefillRate(isl, c.TTFTms*c.TTFTTarget, c.TTFTPercentile)
+	// Correct from the statistic the SLO judges when the engines report it.
+	ttft, pct := o.TTFTms, 0.0
+	if c.TTFTPercentile > 0 && o.TTFTQms > 0 {
+		ttft, pct = o.TTFTQms, c.TTFTPercentile
+	}
+	if ttft > 0 && ttft <= c.TTFTms && o.Prefill > 0 && calmPrefill {
+		if exp := p.cap.PrefillTTFT(isl, rate/float64(o.Prefill), pct); exp > 0 && !math.IsInf(exp, 1) {
+			p.corrP = clamp((1-c.CorrectionAlpha)*p.corrP+c.CorrectionAlpha*ttft/exp, c.CorrectionMin, c.CorrectionMax)
 		}
 	}
 	if o.ITLms > 0 && o.ITLms <= c.ITLms && o.Decode > 0 && o.KVUse <= c.KVHigh {
@@ -210,8 +229,34 @@ func (p *Planner) correct(o Observation, rate float64) {
 	}
 }
 
-// settle applies hysteresis, stabilisation and the cool-down to one pool.
-func (p *Planner) settle(name string, cur, want int, o Observation, calm bool, get func(Decision) int, why *[]string) int {
+// bandCover is the chance that the load stays inside the band over the
+// whole horizon a scale-down must survive.
+const bandCover = 0.9
+
+// needBack is the most replicas each pool needs at any step up to one
+// start-up delay plus an interval ahead, at the upper band of the rate
+// and size forecasts: a replica given back now could not return sooner.
+// Each step's band is the one-sided quantile bandCover^(1/steps), so that
+// the maximum over the steps, not just one of them, stays inside it with
+// probability bandCover (steps taken as independent draws of the noise).
+func (p *Planner) needBack(lead float64) (pre, dec int) {
+	c := p.cfg
+	steps := math.Ceil(lead)
+	z := distuv.UnitNormal.Quantile(math.Pow(bandCover, 1/steps))
+	for h := 1.0; h <= steps; h++ {
+		rate := p.rate.upper(h, z)
+		isl := math.Max(p.isl.upper(h, z), 1)
+		osl := math.Max(p.osl.upper(h, z), 2)
+		pc := p.cap.PrefillRate(isl, c.TTFTms*c.TTFTTarget, c.TTFTPercentile) / math.Max(p.corrP, 1)
+		dc := p.cap.DecodeRate(isl, osl, c.ITLms*c.ITLTarget) / math.Max(p.corrD, 1)
+		pre, dec = max(pre, need(rate, pc, c.MaxPrefill)), max(dec, need(rate, dc, c.MaxDecode))
+	}
+	return pre, dec
+}
+
+// settle applies hysteresis, stabilisation, the forecast band and the
+// cool-down to one pool.
+func (p *Planner) settle(name string, cur, want, back int, o Observation, calm bool, get func(Decision) int, why *[]string) int {
 	c := p.cfg
 	if want >= cur {
 		if want > cur {
@@ -227,6 +272,9 @@ func (p *Planner) settle(name string, cur, want int, o Observation, calm bool, g
 	switch {
 	case stable >= cur:
 		return cur
+	case back >= cur:
+		*why = append(*why, fmt.Sprintf("%s stays %d: the forecast's upper band needs it within the start-up delay", name, cur))
+		return cur
 	case !calm:
 		*why = append(*why, fmt.Sprintf("%s stays %d: pressure above the low-water mark", name, cur))
 		return cur
@@ -234,6 +282,7 @@ func (p *Planner) settle(name string, cur, want int, o Observation, calm bool, g
 		*why = append(*why, fmt.Sprintf("%s stays %d: cool-down", name, cur))
 		return cur
 	}
+	stable = max(stable, back)
 	*why = append(*why, fmt.Sprintf("%s %d -> %d", name, cur, stable))
 	return stable
 }

@@ -111,7 +111,7 @@ func TestReactiveQueueAndKV(t *testing.T) {
 func TestCorrectionFromObservedLatency(t *testing.T) {
 	p := newPlanner(t, func(c *planner.Config) { c.CorrectionAlpha = 1 })
 	o := obs(30, 2, 2, 1)
-	o.TTFTms = 2 * fake.PrefillTTFT(4000, 1)
+	o.TTFTms = 2 * fake.PrefillTTFT(4000, 1, 0)
 	d := p.Tick(o)
 	if math.Abs(d.PrefillCorrection-2) > 1e-9 {
 		t.Fatalf("correction %.3f, want 2", d.PrefillCorrection)

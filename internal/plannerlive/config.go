@@ -133,10 +133,16 @@ func (c *Config) Source(interval float64, newClient func() (kubernetes.Interface
 		return nil, err
 	}
 	if p := c.Metrics.Prometheus; p != nil {
-		return NewPromSource(p.URL, p.PrefillSelector, p.DecodeSelector, time.Duration(interval*float64(time.Second)), d)
+		src, err := NewPromSource(p.URL, p.PrefillSelector, p.DecodeSelector, time.Duration(interval*float64(time.Second)), d)
+		if err != nil {
+			return nil, err
+		}
+		src.TTFTPercentile, src.ITLPercentile = c.Planner.TTFTPercentile, c.Planner.ITLPercentile
+		return src, nil
 	}
 	s := c.Metrics.Scrape
-	src := &ScrapeSource{Prefill: s.Prefill, Decode: s.Decode, Dialect: d}
+	src := &ScrapeSource{Prefill: s.Prefill, Decode: s.Decode, Dialect: d,
+		TTFTPercentile: c.Planner.TTFTPercentile, ITLPercentile: c.Planner.ITLPercentile}
 	if s.PrefillSelector != "" {
 		client, err := newClient()
 		if err != nil {

@@ -3,6 +3,7 @@ package plannerlive
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -21,6 +22,8 @@ type PromSource struct {
 	// Window is the range each rate is taken over (the planner interval).
 	Window  time.Duration
 	Dialect Dialect // zero: vLLM's names
+	// TTFTPercentile and ITLPercentile (0: none) are read with histogram_quantile.
+	TTFTPercentile, ITLPercentile float64
 }
 
 // NewPromSource connects to a Prometheus server at url.
@@ -84,6 +87,20 @@ func (p *PromSource) Observe(ctx context.Context, now time.Time) planner.Observa
 		o.ITLms = v["itlSum"] / v["itlCount"] * 1e3
 	}
 	o.QueueDepth, o.KVUse = int(v["inFlight"]+0.5), v["kv"]
+	quantile := func(pct float64, metric, sel string) float64 {
+		q := fmt.Sprintf("histogram_quantile(%g, sum by (le) (increase(%s_bucket{%s}[%s])))", pct/100, metric, sel, w)
+		x, err := p.scalar(ctx, q, now)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return 0 // no completions in the window: the mean stands in
+		}
+		return x * 1e3
+	}
+	if p.TTFTPercentile > 0 && v["ttftCount"] > 0 {
+		o.TTFTQms = quantile(p.TTFTPercentile, d.TTFT, p.PrefillSelector)
+	}
+	if p.ITLPercentile > 0 && v["itlCount"] > 0 {
+		o.ITLQms = quantile(p.ITLPercentile, d.ITL[0], p.DecodeSelector)
+	}
 	return o
 }
 

@@ -58,6 +58,7 @@ type counters struct {
 	itlSum, itlCount            float64
 	inFlight                    float64
 	kv                          float64 // mean over workers
+	ttftB, itlB                 buckets
 }
 
 // ScrapeSource reads the workers' /metrics endpoints directly, for clusters
@@ -70,6 +71,8 @@ type ScrapeSource struct {
 	PrefillTargets, DecodeTargets Targets
 	Dialect                       Dialect // zero: vLLM's names
 	Client                        *http.Client
+	// TTFTPercentile and ITLPercentile (0: none) are read from the histograms' buckets.
+	TTFTPercentile, ITLPercentile float64
 	last                          map[string]counters // per metrics URL
 	lastAt                        time.Time
 }
@@ -132,7 +135,7 @@ func (s *ScrapeSource) Observe(ctx context.Context, now time.Time) planner.Obser
 		return o
 	}
 	prev := [2]counters{baseline(last, preEach), baseline(last, decEach)}
-	return fold(o, &prev, &[2]counters{pre, dec}, now.Sub(lastAt).Seconds())
+	return fold(o, &prev, &[2]counters{pre, dec}, now.Sub(lastAt).Seconds(), s.TTFTPercentile, s.ITLPercentile)
 }
 
 // baseline sums the last scrape of the workers scraped now; a new worker,
@@ -149,12 +152,14 @@ func baseline(last, now map[string]counters) counters {
 		b.generation += l.generation
 		b.ttftSum, b.ttftCount = b.ttftSum+l.ttftSum, b.ttftCount+l.ttftCount
 		b.itlSum, b.itlCount = b.itlSum+l.itlSum, b.itlCount+l.itlCount
+		b.ttftB, b.itlB = b.ttftB.plus(l.ttftB), b.itlB.plus(l.itlB)
 	}
 	return b
 }
 
-// fold turns two scrapes into the observation of the interval between them.
-func fold(o planner.Observation, prev, cur *[2]counters, seconds float64) planner.Observation {
+// fold turns two scrapes into the observation of the interval between
+// them; ttftPct and itlPct (0: none) are the SLO's percentiles.
+func fold(o planner.Observation, prev, cur *[2]counters, seconds, ttftPct, itlPct float64) planner.Observation {
 	p, d := cur[0], cur[1]
 	pp, pd := prev[0], prev[1]
 	if p.success < pp.success || d.success < pd.success {
@@ -175,6 +180,12 @@ func fold(o planner.Observation, prev, cur *[2]counters, seconds float64) planne
 	}
 	if n := d.itlCount - pd.itlCount; n > 0 {
 		o.ITLms = (d.itlSum - pd.itlSum) / n * 1e3
+	}
+	if ttftPct > 0 {
+		o.TTFTQms = p.ttftB.minus(pp.ttftB).quantile(ttftPct/100) * 1e3
+	}
+	if itlPct > 0 {
+		o.ITLQms = d.itlB.minus(pd.itlB).quantile(itlPct/100) * 1e3
 	}
 	o.QueueDepth = int(p.inFlight)
 	o.KVUse = d.kv
@@ -206,18 +217,23 @@ func (s *ScrapeSource) scrapePool(ctx context.Context, urls []string) (counters,
 		c.generation += sum(fams[d.Generation])
 		ts, tc := histogram(fams[d.TTFT])
 		var is, ic float64
+		var ib buckets
 		for _, name := range d.ITL {
 			if f, ok := fams[name]; ok {
 				is, ic = histogram(f)
+				ib = histogramBuckets(f)
 				break
 			}
 		}
+		tb := histogramBuckets(fams[d.TTFT])
+		c.ttftB, c.itlB = c.ttftB.plus(tb), c.itlB.plus(ib)
 		c.ttftSum, c.ttftCount = c.ttftSum+ts, c.ttftCount+tc
 		c.itlSum, c.itlCount = c.itlSum+is, c.itlCount+ic
 		c.inFlight += sum(fams[d.Running]) + sum(fams[d.Waiting])
 		c.kv += sum(fams[d.KV]) / float64(len(urls))
 		each[u] = counters{success: c.success - before.success, prompt: c.prompt - before.prompt, generation: c.generation - before.generation,
-			ttftSum: c.ttftSum - before.ttftSum, ttftCount: c.ttftCount - before.ttftCount, itlSum: c.itlSum - before.itlSum, itlCount: c.itlCount - before.itlCount}
+			ttftSum: c.ttftSum - before.ttftSum, ttftCount: c.ttftCount - before.ttftCount, itlSum: c.itlSum - before.itlSum, itlCount: c.itlCount - before.itlCount,
+			ttftB: tb, itlB: ib}
 	}
 	return c, each, nil
 }

@@ -30,7 +30,8 @@ func Run(s *sim.Sim, p *planner.Planner) ([]planner.Decision, *sim.Summary, erro
 		}
 		pts := s.PointsSince(seen)
 		seen += len(pts)
-		obs := Observe(pts, t, interval, s.Replicas(PrefillPool), s.Replicas(DecodePool))
+		cfg := p.Config()
+		obs := Observe(pts, t, interval, s.Replicas(PrefillPool), s.Replicas(DecodePool), cfg.TTFTPercentile, cfg.ITLPercentile)
 		d := p.Tick(obs)
 		decisions = append(decisions, d)
 		if err := s.Scale(PrefillPool, d.Prefill, t); err != nil {
@@ -48,15 +49,21 @@ func Run(s *sim.Sim, p *planner.Planner) ([]planner.Decision, *sim.Summary, erro
 
 // Observe folds the simulator's closed intervals since the last tick into
 // one observation, the way live metrics are read over the interval.
-func Observe(pts []sim.Point, now, interval float64, prefill, decode int) planner.Observation {
+// ttftPct and itlPct (0: none) are the SLO's percentiles: the observation
+// carries the completions-weighted mean of the intervals' values at them.
+func Observe(pts []sim.Point, now, interval float64, prefill, decode int, ttftPct, itlPct float64) planner.Observation {
 	o := planner.Observation{Time: now, Interval: interval, Prefill: prefill, Decode: decode}
 	if len(pts) == 0 {
 		o.Stale, o.Reason = true, "no interval closed since the last tick"
 		return o
 	}
-	var isl, osl, ttft, itl float64
+	var isl, osl, ttft, itl, ttftQ, itlQ float64
 	completions, itlN := 0, 0
 	for _, p := range pts {
+		ttftQ += p.TTFTms.At(ttftPct) * float64(p.Completions)
+		if p.ITLMeanms > 0 {
+			itlQ += p.ITLms.At(itlPct) * float64(p.Completions)
+		}
 		o.Requests += p.Arrivals
 		isl += p.ISLMean * float64(p.Arrivals)
 		osl += p.OSLMean * float64(p.Arrivals)
@@ -76,9 +83,15 @@ func Observe(pts []sim.Point, now, interval float64, prefill, decode int) planne
 	}
 	if completions > 0 {
 		o.TTFTms = ttft / float64(completions)
+		if ttftPct > 0 {
+			o.TTFTQms = ttftQ / float64(completions)
+		}
 	}
 	if itlN > 0 {
 		o.ITLms = itl / float64(itlN)
+		if itlPct > 0 {
+			o.ITLQms = itlQ / float64(itlN)
+		}
 	}
 	return o
 }

@@ -5,6 +5,7 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -112,6 +113,25 @@ type TraceSpec struct {
 type SLO struct {
 	TTFTMs float64 `json:"ttftMs"`
 	ITLMs  float64 `json:"itlMs"`
+	// TTFTPercentile and ITLPercentile judge that percentile of the run's
+	// requests (e.g. 90 or 99; 0: the mean); the planner sizes for them.
+	TTFTPercentile float64 `json:"ttftPercentile,omitempty"`
+	ITLPercentile  float64 `json:"itlPercentile,omitempty"`
+}
+
+func (o SLO) validate() error {
+	if !(o.TTFTMs >= 0) || !(o.ITLMs >= 0) || math.IsInf(o.TTFTMs+o.ITLMs, 0) {
+		return fmt.Errorf("slo: ttftMs %g and itlMs %g must be finite and >= 0 (0: no target)", o.TTFTMs, o.ITLMs)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"slo.ttftPercentile", o.TTFTPercentile}, {"slo.itlPercentile", o.ITLPercentile}} {
+		if f.v != 0 && !(f.v >= 50 && f.v <= 99.9) {
+			return fmt.Errorf("%s: %g must be 0 (the mean) or a percentile from 50 to 99.9, e.g. 90", f.name, f.v)
+		}
+	}
+	return nil
 }
 
 // Load reads and strictly decodes a scenario file.
@@ -154,6 +174,12 @@ func BuildPlanned(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequ
 	if cfg.ITLms == 0 {
 		cfg.ITLms = s.SLO.ITLMs
 	}
+	if cfg.TTFTPercentile == 0 {
+		cfg.TTFTPercentile = s.SLO.TTFTPercentile
+	}
+	if cfg.ITLPercentile == 0 {
+		cfg.ITLPercentile = s.SLO.ITLPercentile
+	}
 	if cfg.StartupDelay == 0 {
 		cfg.StartupDelay = s.Deployment.StartupDelaySeconds
 	}
@@ -178,6 +204,9 @@ func BuildPlanned(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequ
 func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest func(sim.Record)) (*sim.Sim, []*perf.Worker, error) {
 	if s.DurationSeconds <= 0 {
 		return nil, nil, fmt.Errorf("durationSeconds: must be > 0")
+	}
+	if err := s.SLO.validate(); err != nil {
+		return nil, nil, err
 	}
 	m, err := cat.Model(s.Model)
 	if err != nil {
@@ -223,7 +252,7 @@ func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest 
 	d := s.Deployment
 	var workers []*perf.Worker
 	cfg := sim.Config{Router: d.Router, Interval: s.IntervalSeconds,
-		TTFTSLO: s.SLO.TTFTMs / 1e3, ITLSLO: s.SLO.ITLMs / 1e3}
+		TTFTSLO: s.SLO.TTFTMs / 1e3, ITLSLO: s.SLO.ITLMs / 1e3, TTFTPercentile: s.SLO.TTFTPercentile, ITLPercentile: s.SLO.ITLPercentile}
 	switch d.Mode {
 	case "agg", "":
 		w, err := mkWorker("agg", d.Agg)

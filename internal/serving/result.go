@@ -19,7 +19,9 @@ type Result struct {
 	ITLms                   float64      `json:"itl_ms"`
 	E2Ems                   float64      `json:"e2e_ms"`
 	TTFTP50ms               float64      `json:"ttft_p50_ms"`
+	TTFTP90ms               float64      `json:"ttft_p90_ms"`
 	TTFTP99ms               float64      `json:"ttft_p99_ms"`
+	TPOTP90ms               float64      `json:"tpot_p90_ms"`
 	TPOTP99ms               float64      `json:"tpot_p99_ms"`
 	OutputTokensPerS        float64      `json:"output_tokens_per_s"`
 	OutputTokensPerSPerGPU  float64      `json:"output_tokens_per_s_per_gpu"`
@@ -36,6 +38,27 @@ type Result struct {
 	MeasuredRequests        int          `json:"measured_requests"`
 	SimulatedSeconds        float64      `json:"simulated_seconds"`
 	Iterations              int64        `json:"iterations"`
+
+	// ttfts and tpots are the measured samples in seconds, sorted, so any
+	// percentile an SLO names can be judged.
+	ttfts, tpots []float64
+}
+
+// TTFTAt is the TTFT in ms at percentile pct (0 < pct < 100), or the mean for pct 0.
+func (r *Result) TTFTAt(pct float64) float64 {
+	if pct <= 0 || len(r.ttfts) == 0 {
+		return r.TTFTms
+	}
+	return quantile(r.ttfts, pct/100) * 1e3
+}
+
+// TPOTAt is the TPOT (the mean inter-token latency of a request) in ms at
+// percentile pct over requests, or the mean for pct 0.
+func (r *Result) TPOTAt(pct float64) float64 {
+	if pct <= 0 || len(r.tpots) == 0 {
+		return r.TPOTms
+	}
+	return quantile(r.tpots, pct/100) * 1e3
 }
 
 type sample struct{ ttft, tpot, e2e float64 }
@@ -62,8 +85,11 @@ func summarise(r *Result, s []sample) {
 	sort.Float64s(ttfts)
 	sort.Float64s(tpots)
 	r.TTFTP50ms = quantile(ttfts, 0.5) * 1e3
+	r.TTFTP90ms = quantile(ttfts, 0.90) * 1e3
 	r.TTFTP99ms = quantile(ttfts, 0.99) * 1e3
+	r.TPOTP90ms = quantile(tpots, 0.90) * 1e3
 	r.TPOTP99ms = quantile(tpots, 0.99) * 1e3
+	r.ttfts, r.tpots = ttfts, tpots
 	r.MeasuredRequests = len(s)
 	if r.TPOTms > 0 {
 		r.OutputTokensPerSPerUser = 1e3 / r.TPOTms

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
@@ -11,6 +12,22 @@ type Percentiles struct {
 	P50 float64 `json:"p50"`
 	P90 float64 `json:"p90"`
 	P99 float64 `json:"p99"`
+}
+
+// At is the value at percentile pct, interpolated between the three kept
+// (below p50: p50; above p99: p99); 0 for pct <= 0.
+func (p Percentiles) At(pct float64) float64 {
+	switch {
+	case pct <= 0:
+		return 0
+	case pct <= 50:
+		return p.P50
+	case pct <= 90:
+		return p.P50 + (p.P90-p.P50)*(pct-50)/40
+	case pct <= 99:
+		return p.P90 + (p.P99-p.P90)*(pct-90)/9
+	}
+	return p.P99
 }
 
 // Point is one interval of the time series.
@@ -50,8 +67,28 @@ type Summary struct {
 	ITLms         Percentiles `json:"itl_ms"`
 	E2Ems         Percentiles `json:"e2e_ms"`
 	GPUHours      float64     `json:"gpu_hours"`
-	SimSeconds    float64     `json:"simulated_seconds"`
-	Series        []Point     `json:"series"`
+	// SLO judges the run's TTFT and ITL at the stated percentiles.
+	SLO        *Verdict `json:"slo,omitempty"`
+	SimSeconds float64  `json:"simulated_seconds"`
+	Series     []Point  `json:"series"`
+}
+
+// Verdict is the SLO judged on a statistic of the whole run.
+type Verdict struct {
+	TTFTStat     string  `json:"ttft_stat"` // "mean", "p90", ...
+	TTFTms       float64 `json:"ttft_ms"`
+	TTFTTargetms float64 `json:"ttft_target_ms"`
+	ITLStat      string  `json:"itl_stat"`
+	ITLms        float64 `json:"itl_ms"`
+	ITLTargetms  float64 `json:"itl_target_ms"`
+	Met          bool    `json:"met"`
+}
+
+func stat(p float64) string {
+	if p <= 0 {
+		return "mean"
+	}
+	return "p" + strconv.FormatFloat(p, 'f', -1, 64)
 }
 
 type recorder struct {
@@ -196,6 +233,20 @@ func (r *recorder) summary(s *Sim) *Summary {
 	}
 	if s.now > 0 {
 		sum.GoodputRPS = float64(r.met) / s.now
+	}
+	if (r.cfg.TTFTSLO > 0 || r.cfg.ITLSLO > 0) && r.completed > 0 {
+		v := &Verdict{TTFTStat: stat(r.cfg.TTFTPercentile), TTFTms: sum.TTFTMeanms, TTFTTargetms: r.cfg.TTFTSLO * 1e3,
+			ITLStat: stat(r.cfg.ITLPercentile), ITLms: sum.ITLMeanms, ITLTargetms: r.cfg.ITLSLO * 1e3}
+		if r.cfg.TTFTPercentile > 0 {
+			v.TTFTms = r.ttft.quantile(r.cfg.TTFTPercentile / 100)
+		}
+		if r.cfg.ITLPercentile > 0 {
+			v.ITLms = r.itl.quantile(r.cfg.ITLPercentile / 100)
+		}
+		// Requests that never finished count against the SLO as missed.
+		unfinished := r.arrivals - r.completed
+		v.Met = unfinished == 0 && (v.TTFTTargetms <= 0 || v.TTFTms <= v.TTFTTargetms) && (v.ITLTargetms <= 0 || v.ITLms <= v.ITLTargetms)
+		sum.SLO = v
 	}
 	for _, p := range s.pools {
 		cfg := p.spec.Worker.Config()

@@ -44,6 +44,9 @@ type Config struct {
 	KVTransfer func(isl int) float64
 	// TTFTSLO and ITLSLO (seconds) decide SLO attainment.
 	TTFTSLO, ITLSLO float64
+	// TTFTPercentile and ITLPercentile are the percentiles the SLO judges
+	// over the run (0: the mean); the summary says whether they hold.
+	TTFTPercentile, ITLPercentile float64
 	// Interval is the width of the time series buckets (default 10 s).
 	Interval float64
 	// DrainTimeout bounds how long after the last arrival requests may finish (default 600 s).

@@ -12,7 +12,8 @@ type Capacity struct {
 }
 
 // PrefillTTFT implements planner.Capacity.
-func (c Capacity) PrefillTTFT(_, rate float64) float64 {
+// The fake ignores the percentile: its latencies are deterministic.
+func (c Capacity) PrefillTTFT(_, rate, _ float64) float64 {
 	rho := rate / c.PrefillRPS
 	if rho >= 1 {
 		return math.Inf(1)
@@ -21,7 +22,7 @@ func (c Capacity) PrefillTTFT(_, rate float64) float64 {
 }
 
 // PrefillRate implements planner.Capacity.
-func (c Capacity) PrefillRate(_, ttftMs float64) float64 {
+func (c Capacity) PrefillRate(_, ttftMs, _ float64) float64 {
 	if ttftMs < c.TTFTBase {
 		return 0
 	}
