@@ -26,3 +26,35 @@ func BenchmarkPool64(b *testing.B) {
 	b.ReportMetric(float64(res.CandidatesEvaluated), "candidates")
 	b.ReportMetric(float64(res.Simulations), "simulations")
 }
+
+// pool1000 is a cluster-sized pool of four kinds scaled to n devices.
+func pool1000(n int) Request {
+	r := reference()
+	r.Pool = []PoolEntry{{Device: "h100_sxm", Count: n * 4 / 10}, {Device: "h200_sxm", Count: n * 3 / 10},
+		{Device: "h100_sxm:3g.40gb", Count: n * 2 / 10}, {Device: "a10:1/2", Count: n / 10}}
+	return r
+}
+
+// BenchmarkClusterScale searches the same four device kinds at 8 and at
+// 1,000 devices: the search's cost must follow the kinds and parallelisms,
+// not the device count. It reports the ratio of the two times.
+func BenchmarkClusterScale(b *testing.B) {
+	timeOf := func(n int) float64 {
+		best := 0.0
+		for range 3 {
+			t0 := nowNanos()
+			mustSearch(b, pool1000(n))
+			if d := float64(nowNanos() - t0); best == 0 || d < best {
+				best = d
+			}
+		}
+		return best
+	}
+	var small, large float64
+	for b.Loop() {
+		small, large = timeOf(10), timeOf(1000)
+	}
+	b.ReportMetric(small/1e6, "ms/10-devices")
+	b.ReportMetric(large/1e6, "ms/1000-devices")
+	b.ReportMetric(large/small, "ratio")
+}

@@ -26,6 +26,41 @@ type deployment struct {
 	bound    string  // what capped the worker counts
 	res      *serving.Result
 	meets    bool
+	// copies > 1 makes the deployment that many identical units behind
+	// one router: w, np and nd are totals divisible by it, and the unit
+	// alone is simulated, so a search's cost does not grow with the pool.
+	copies int
+}
+
+// unitCap is the most workers of one role a simulated unit has; larger
+// deployments are replicas of a unit. Pools up to this size are searched
+// and simulated whole.
+const unitCap = 32
+
+// unit is one replica of a replicated deployment (d itself when whole).
+func (d *deployment) unit() *deployment {
+	k := max(d.copies, 1)
+	if k == 1 {
+		return d
+	}
+	u := *d
+	u.w, u.np, u.nd, u.copies = d.w/k, d.np/k, d.nd/k, 1
+	return &u
+}
+
+// scaleResult is k units' result: the same latencies, k times the load.
+func scaleResult(r *serving.Result, k int) *serving.Result {
+	if k <= 1 {
+		return r
+	}
+	s := *r
+	f := float64(k)
+	s.RequestsPerS *= f
+	s.OutputTokensPerS *= f
+	s.GPUs *= k
+	s.Concurrency *= k
+	s.MaxConcurrency *= k
+	return &s
 }
 
 func (d *deployment) usage() map[int]int {
@@ -81,6 +116,9 @@ func (s *search) fits(d *deployment) (bool, string) {
 // sameDomain places prefill and decode in one NVLink domain when they are
 // whole GPUs of one kind that fit in it together.
 func (d *deployment) sameDomain() bool {
+	if d.copies > 1 {
+		return d.unit().sameDomain()
+	}
 	if d.mode != "disagg" || d.pre.kind != d.dec.kind || !d.pre.kind.dev.Whole() {
 		return false
 	}
@@ -109,7 +147,16 @@ func (d *deployment) analyticE2E(osl int) float64 {
 }
 
 // verify runs the whole deployment at users concurrent users.
+// A replicated deployment runs one unit with its share of the users, and
+// its result counts k units (users rounded up to a multiple of k).
 func (s *search) verify(d *deployment, users int) (*serving.Result, error) {
+	if k := max(d.copies, 1); k > 1 {
+		r, err := s.verify(d.unit(), ceilDiv(max(users, 1), k))
+		if err != nil {
+			return nil, err
+		}
+		return scaleResult(r, k), nil
+	}
 	s.sims.Add(1)
 	wl := serving.Workload{ISL: s.r.ISL, OSL: s.r.OSL, Concurrency: max(users, 1)}
 	if d.mode == "agg" {

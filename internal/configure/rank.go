@@ -93,6 +93,9 @@ func (s *search) config(d *deployment) Config {
 		TTFTMeanms: r.TTFTms, TTFTP90ms: r.TTFTP90ms, TTFTP99ms: r.TTFTP99ms, ITLMeanms: r.TPOTms, ITLP90ms: r.TPOTP90ms, ITLP99ms: r.TPOTP99ms,
 		TokensPerS:        r.OutputTokensPerS,
 		TokensPerSPerUser: r.OutputTokensPerSPerUser, KVTransferMs: r.KVTransferMs, MeetsSLO: d.meets}
+	if d.copies > 1 {
+		c.Concurrency, c.Copies = r.Concurrency, d.copies // the unit's users times the copies
+	}
 	if c.GPUs > 0 {
 		c.TokensPerSPerGPU = c.TokensPerS / c.GPUs
 	}

@@ -51,6 +51,9 @@ type Config struct {
 	TokensPerDollar float64 `json:"tokens_per_dollar,omitempty"`
 	KVTransferMs    float64 `json:"kv_transfer_ms,omitempty"`
 	MeetsSLO        bool    `json:"meets_slo"`
+	// Copies > 1: the deployment is that many identical units behind one
+	// router, and the unit alone was simulated (pools larger than a unit).
+	Copies int `json:"copies,omitempty"`
 	// Binding is the limit that caps this deployment; Why says why it ranks where it does.
 	Binding string `json:"binding"`
 	Why     string `json:"why,omitempty"`

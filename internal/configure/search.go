@@ -193,6 +193,9 @@ func (s *search) throughput() []*deployment {
 			}
 			if d.w > 0 {
 				d.rate, d.users = float64(d.w)*pt.RequestsPerS, d.w*pt.Concurrency
+				if d.w > unitCap {
+					d.copies = d.w // identical workers: one is the unit
+				}
 				out = append(out, d)
 			}
 		}
@@ -218,7 +221,12 @@ func (s *search) sizeDisagg(p, dec *engine) *deployment {
 		return nil
 	}
 	var best *deployment
+	capped := false
 	for np := 1; ; np++ {
+		if np > unitCap {
+			capped = true
+			break
+		}
 		d := *base
 		d.np, d.nd = np, 1
 		if ok, _ := s.fits(&d); !ok {
@@ -246,6 +254,9 @@ func (s *search) sizeDisagg(p, dec *engine) *deployment {
 	if best == nil {
 		return nil
 	}
+	if capped {
+		best = s.replicate(base)
+	}
 	if best.bound == "" {
 		// The last np that fitted stopped because the next did not.
 		n := *best
@@ -255,6 +266,66 @@ func (s *search) sizeDisagg(p, dec *engine) *deployment {
 	best.transfer = transferMs(s.r.ISL, p, dec, best.sameDomain())
 	best.users = max(1, int(math.Round(best.rate*best.analyticE2E(s.r.OSL)/1e3)))
 	return best
+}
+
+// replicate sizes a pair for a pool larger than a unit: among units of up
+// to unitCap prefill workers with rate-matched decode workers, the one whose
+// copies, as many as the pool and budget hold, carry the most requests.
+func (s *search) replicate(base *deployment) *deployment {
+	var best *deployment
+	bestTotal := 0.0
+	for np := 1; np <= unitCap; np++ {
+		d := *base
+		d.np = np
+		d.nd = min(unitCap, max(1, int(math.Ceil(float64(np)*d.preCap/d.decPt.RequestsPerS))))
+		d.rate = math.Min(float64(d.np)*d.preCap, float64(d.nd)*d.decPt.RequestsPerS)
+		k, why := s.copiesFitting(&d)
+		s.scored++
+		if k == 0 {
+			break
+		}
+		total := float64(k) * d.rate
+		if best == nil || total > bestTotal+1e-9 || math.Abs(total-bestTotal) <= 1e-9 && float64(k)*d.gpus() < best.gpus() {
+			c := d
+			c.np, c.nd, c.copies, c.rate, c.bound = k*np, k*d.nd, k, total, why
+			best, bestTotal = &c, total
+		}
+	}
+	if best == nil {
+		return base
+	}
+	best.bound = fmt.Sprintf("%d copies of a %d+%d unit; %s", best.copies, best.np/best.copies, best.nd/best.copies, best.bound)
+	return best
+}
+
+// copiesFitting is how many copies of unit d the pool and budget hold,
+// and the limit the next copy breaks.
+func (s *search) copiesFitting(d *deployment) (int, string) {
+	k := 0
+	lo, hi := 0, 1
+	probe := func(n int) (bool, string) {
+		c := *d
+		c.np, c.nd, c.w = d.np*n, d.nd*n, d.w*n
+		return s.fits(&c)
+	}
+	for {
+		ok, _ := probe(hi)
+		if !ok {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	for hi-lo > 1 { // fits is monotone in the copies
+		mid := (lo + hi) / 2
+		if ok, _ := probe(mid); ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	k = lo
+	_, why := probe(k + 1)
+	return k, why
 }
 
 // loadMatch sizes every engine combination to the load with the fewest GPUs.
@@ -277,6 +348,9 @@ func (s *search) loadMatch() []*deployment {
 			}
 			s.scored++
 			d.rate = rate
+			if d.w > unitCap {
+				d.copies = d.w
+			}
 			out = append(out, d)
 		}
 	}
@@ -308,12 +382,14 @@ func (s *search) sizeForLoad(d *deployment) {
 		d.np = 1
 		d.rate = float64(users) / (d.prefillTTFT(0) + float64(s.r.OSL-1)*d.decPt.ITLms) * 1e3
 		d.np = int(math.Ceil(d.rate / d.preCap))
+		replicateForLoad(d)
 		d.transfer = transferMs(s.r.ISL, d.pre, d.dec, d.sameDomain())
 		return
 	}
 	d.rate = s.r.RequestRate
 	d.np = int(math.Ceil(d.rate / d.preCap))
 	d.nd = int(math.Ceil(d.rate / d.decPt.RequestsPerS))
+	replicateForLoad(d)
 	d.transfer = transferMs(s.r.ISL, d.pre, d.dec, d.sameDomain())
 	d.users = max(1, int(math.Ceil(d.rate*d.analyticE2E(s.r.OSL)/1e3)))
 }
@@ -431,18 +507,30 @@ func (s *search) settleLoad(d *deployment) {
 			d.meets = true
 			return
 		}
+		k := max(d.copies, 1) // one more worker in every unit
 		switch {
 		case d.mode == "agg":
-			d.w++
+			d.w += k
 		case miss == "ttft":
-			d.np++
+			d.np += k
 		default:
-			d.nd++
+			d.nd += k
 		}
 	}
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / max(b, 1) }
+
+// replicateForLoad turns a disaggregated deployment larger than a unit
+// into copies of one, rounding each pool up to a multiple of the copies
+// (at most copies-1 workers more than the load needs).
+func replicateForLoad(d *deployment) {
+	if d.np <= unitCap && d.nd <= unitCap {
+		return
+	}
+	k := ceilDiv(max(d.np, d.nd), unitCap)
+	d.np, d.nd, d.copies = k*ceilDiv(d.np, k), k*ceilDiv(d.nd, k), k
+}
 
 // efficiency is the ranking key: goodput per GPU, or per unit of price.
 func (s *search) efficiency(tokens, gpus, cost float64) float64 {
