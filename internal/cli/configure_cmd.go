@@ -104,7 +104,7 @@ finalists re-run as whole deployments. With no flags it searches Qwen3-32B in fp
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "devices per node, bounding tensor parallelism (default: the GPU's NVLink domain)")
 	fl.Float64Var(&f.price, "price", 0, "price of one --gpu device per hour (ranks by goodput per unit of price)")
 	fl.StringVar(&f.poolFile, "pool", "", "YAML file listing the cluster's device kinds: pool: [{device, count, pricePerHour, gpusPerNode}]")
-	fl.Float64Var(&r.MaxGPUs, "max-gpus", 0, "GPU budget in GPU equivalents (default: the whole pool)")
+	fl.Float64Var(&r.MaxGPUs, "max-gpus", 0, "GPU budget in physical GPUs the devices occupy (two 3g.40gb fill one H100; default: the whole pool)")
 	fl.Float64Var(&r.MaxCostPerHour, "max-cost", 0, "cost budget per hour (needs prices)")
 	fl.StringVar(&f.pick, "pick", f.pick, "throughput (best goodput for the budget), load-match (fewest GPUs for --request-rate) or autoscale (best prefill and decode engines)")
 	fl.Float64Var(&r.RequestRate, "request-rate", 0, "requests/s to serve (load-match, autoscale)")

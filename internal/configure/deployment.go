@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/gpuplane/gpuplane/internal/capacity"
+	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/serving"
 )
@@ -74,11 +75,23 @@ func (d *deployment) usage() map[int]int {
 	return u
 }
 
-func (d *deployment) gpus() float64 {
+// equivalents is the deployment's share of GPU compute (a 1/2 vGPU is 0.5).
+func (d *deployment) equivalents() float64 {
 	if d.mode == "agg" {
 		return float64(d.w) * d.agg.gpus()
 	}
 	return float64(d.np)*d.pre.gpus() + float64(d.nd)*d.dec.gpus()
+}
+
+// gpus is the physical GPUs the deployment occupies: its slices packed
+// under the placement rules, prefill and decode slices of one GPU model
+// sharing GPUs (catalog.PhysicalGPUs).
+func (d *deployment) gpus() float64 {
+	if d.mode == "agg" {
+		return float64(d.agg.kind.cat.PhysicalGPUs([]catalog.DeviceCount{{Device: d.agg.kind.dev, N: d.w * d.agg.devices()}}))
+	}
+	return float64(d.pre.kind.cat.PhysicalGPUs([]catalog.DeviceCount{{Device: d.pre.kind.dev, N: d.np * d.pre.devices()},
+		{Device: d.dec.kind.dev, N: d.nd * d.dec.devices()}}))
 }
 
 func (d *deployment) devices() int {
@@ -89,11 +102,29 @@ func (d *deployment) devices() int {
 	return n
 }
 
+// cost is the devices' price scaled to the GPUs they occupy: capacity a
+// deployment strands on its GPUs (an odd half A10, a MIG slot no other
+// profile can take) is paid for too.
 func (d *deployment) cost() float64 {
+	var c float64
 	if d.mode == "agg" {
-		return float64(d.w) * d.agg.cost()
+		c = float64(d.w) * d.agg.cost()
+	} else {
+		c = float64(d.np)*d.pre.cost() + float64(d.nd)*d.dec.cost()
 	}
-	return float64(d.np)*d.pre.cost() + float64(d.nd)*d.dec.cost()
+	if occ := d.occupancy(); occ > 0 {
+		c *= math.Max(d.gpus()/occ, 1)
+	}
+	return c
+}
+
+// occupancy is the GPUs the devices would take if packed without gaps.
+func (d *deployment) occupancy() float64 {
+	occ := func(e *engine, n int) float64 { return float64(n*e.devices()) * e.kind.cat.Occupancy(e.kind.dev) }
+	if d.mode == "agg" {
+		return occ(d.agg, d.w)
+	}
+	return occ(d.pre, d.np) + occ(d.dec, d.nd)
 }
 
 // fits reports whether the pool and the budget hold the deployment, and if

@@ -18,6 +18,7 @@ type kind struct {
 	maxTP int
 	// equiv is one device in GPU equivalents (its share of the GPU's compute).
 	equiv float64
+	cat   *catalog.Catalog // placement rules for physical GPU counts
 }
 
 // Point is one measured operating point of an engine: Concurrency requests
@@ -81,7 +82,7 @@ func resolve(env Env, r *Request) ([]*kind, []*engine, error) {
 		if !d.Whole() {
 			maxTP = 1
 		}
-		kinds = append(kinds, &kind{idx: i, entry: p, dev: d, maxTP: min(maxTP, p.Count), equiv: d.ComputeFraction})
+		kinds = append(kinds, &kind{idx: i, entry: p, dev: d, maxTP: min(maxTP, p.Count), equiv: d.ComputeFraction, cat: env.Catalog})
 	}
 	base, err := baseConfig(env, r)
 	if err != nil {

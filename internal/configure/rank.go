@@ -88,7 +88,7 @@ func (s *search) rank(cfgs []Config) {
 // config turns a verified deployment into its reported form.
 func (s *search) config(d *deployment) Config {
 	r := d.res
-	c := Config{Mode: d.mode, GPUs: d.gpus(), Devices: d.devices(), CostPerHour: d.cost(), Concurrency: d.users,
+	c := Config{Mode: d.mode, GPUs: d.gpus(), GPUEquivalents: d.equivalents(), Devices: d.devices(), CostPerHour: d.cost(), Concurrency: d.users,
 		RequestsPerS: r.RequestsPerS, TTFTms: r.TTFTAt(s.r.SLA.TTFTPercentile), ITLms: r.TPOTAt(s.r.SLA.ITLPercentile), E2Ems: r.E2Ems,
 		TTFTMeanms: r.TTFTms, TTFTP90ms: r.TTFTP90ms, TTFTP99ms: r.TTFTP99ms, ITLMeanms: r.TPOTms, ITLP90ms: r.TPOTP90ms, ITLP99ms: r.TPOTP99ms,
 		TokensPerS:        r.OutputTokensPerS,

@@ -90,7 +90,7 @@ type Request struct {
 	Concurrency int         `json:"concurrency,omitempty"`
 	SLA         SLA         `json:"sla"`
 	Pool        []PoolEntry `json:"pool"`
-	// MaxGPUs (GPU equivalents: a half-GPU slice counts 0.5) and
+	// MaxGPUs (physical GPUs the devices occupy, see Config.GPUs) and
 	// MaxCostPerHour bound the deployment; zero means the pool is the bound.
 	MaxGPUs        float64 `json:"maxGpus,omitempty"`
 	MaxCostPerHour float64 `json:"maxCostPerHour,omitempty"`

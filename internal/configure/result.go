@@ -25,11 +25,14 @@ type Config struct {
 	Agg     *Pool  `json:"agg,omitempty"`
 	Prefill *Pool  `json:"prefill,omitempty"`
 	Decode  *Pool  `json:"decode,omitempty"`
-	// GPUs counts GPU equivalents (a 1/2 vGPU is 0.5); Devices counts what
-	// the pods claim.
-	GPUs        float64 `json:"gpus"`
-	Devices     int     `json:"devices"`
-	CostPerHour float64 `json:"cost_per_hour,omitempty"`
+	// GPUs counts the physical GPUs the devices occupy under the placement
+	// rules (two 3g.40gb fill an H100; three A10 halves occupy two A10s);
+	// GPUEquivalents their share of GPU compute (a 1/2 vGPU is 0.5);
+	// Devices what the pods claim.
+	GPUs           float64 `json:"gpus"`
+	GPUEquivalents float64 `json:"gpu_equivalents"`
+	Devices        int     `json:"devices"`
+	CostPerHour    float64 `json:"cost_per_hour,omitempty"`
 	// Concurrency is the users the deployment holds at once at this operating point.
 	Concurrency  int     `json:"concurrency"`
 	RequestsPerS float64 `json:"requests_per_s"`

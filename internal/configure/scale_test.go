@@ -66,3 +66,25 @@ func TestReplicatedUnitMatchesWholeSimulation(t *testing.T) {
 		t.Error("the replicated unit does not stand for the whole deployment")
 	}
 }
+
+// Deployments count the GPUs their slices occupy: two 3g.40gb fill an
+// H100, an odd one strands the other half, and tokens/s per GPU is over those.
+func TestPhysicalAccounting(t *testing.T) {
+	r := reference()
+	r.Model = "Qwen/Qwen3-8B"
+	r.Pool = []PoolEntry{{Device: "h100_sxm:3g.40gb", Count: 5}}
+	r.Modes = []string{"agg"}
+	res := mustSearch(t, r)
+	for _, c := range res.Candidates {
+		want := float64((c.Agg.Workers + 1) / 2)
+		if c.GPUs != want {
+			t.Errorf("%s occupies %g GPUs, want %g", Describe(c), c.GPUs, want)
+		}
+		if c.GPUEquivalents >= c.GPUs && c.Agg.Workers%2 == 1 {
+			t.Errorf("%s: %g GPU equivalents should be below the %g GPUs occupied", Describe(c), c.GPUEquivalents, c.GPUs)
+		}
+		if math.Abs(c.TokensPerSPerGPU-c.TokensPerS/c.GPUs) > 1e-6 {
+			t.Errorf("%s: %g tokens/s per GPU is not over the GPUs occupied", Describe(c), c.TokensPerSPerGPU)
+		}
+	}
+}
