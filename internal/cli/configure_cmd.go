@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -23,6 +24,7 @@ type configureFlags struct {
 	totalGPUs, gpusPerNode int
 	price                  float64
 	poolFile, file, mode   string
+	modelConfig            string
 	pick                   string
 	explain                bool
 	emit, driver, name, ns string
@@ -89,6 +91,7 @@ finalists re-run as whole deployments. With no flags it searches Qwen3-32B in fp
 	r := &f.req
 	fl.StringVarP(&f.file, "file", "f", "", "request file: a gpuplane.io/v1alpha1 ServingRequest or a nvidia.com/v1beta1 DynamoGraphDeploymentRequest")
 	fl.StringVar(&r.Model, "model", r.Model, "model name or alias (see: gpuplane catalog models)")
+	fl.StringVar(&f.modelConfig, "model-config", "", "Hugging Face config.json of a model not in the catalog (searched unless --model names another)")
 	fl.StringVar(&r.Precision, "precision", r.Precision, "weight precision: bf16, fp8, int8 (w8a8), w4a16 (AWQ/GPTQ) or fp4")
 	fl.StringVar(&r.KVPrecision, "kv-precision", "", "KV-cache precision (default: the backend's)")
 	fl.StringVar(&r.Backend, "backend", r.Backend, "serving engine: vllm, sglang or trtllm")
@@ -218,6 +221,11 @@ func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Requ
 }
 
 func runConfigure(g *globals, cmd *cobra.Command, f *configureFlags) error {
+	if _, m, err := g.envWithModel(f.modelConfig); err != nil {
+		return err
+	} else if m != nil && !cmd.Flags().Changed("model") {
+		f.req.Model = m.Name
+	}
 	req, err := f.request(g, cmd)
 	if err != nil {
 		return err
@@ -252,9 +260,15 @@ func runConfigure(g *globals, cmd *cobra.Command, f *configureFlags) error {
 	}
 	format, _ := g.format()
 	if format != output.Table {
-		return output.Write(g.stdout, format, res)
+		err = output.Write(g.stdout, format, res)
+	} else {
+		err = writeConfigureTable(g, res, f.explain)
 	}
-	return writeConfigureTable(g, res, f.explain)
+	if err == nil && res.Unreachable != nil {
+		// The closest candidates are printed, but a script must not take them for an answer.
+		return errors.New(res.Unreachable.Message)
+	}
+	return err
 }
 
 func writeConfigureTable(g *globals, res *configure.Result, explain bool) error {

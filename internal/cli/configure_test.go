@@ -2,10 +2,13 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/configure"
 )
 
 // The JSON contract other tools read.
@@ -122,5 +125,57 @@ func TestDemo(t *testing.T) {
 	}
 	if _, _, err := run(t, "demo", "-f", "../../examples/burst.yaml"); err == nil || !strings.Contains(err.Error(), "planner section") {
 		t.Errorf("a scenario without a planner: %v", err)
+	}
+}
+
+// An SLO nothing meets prints the closest candidates but fails the command,
+// and never prints an infinite latency.
+func TestConfigureUnreachableFails(t *testing.T) {
+	out, _, err := run(t, "configure", "--ttft", "10")
+	if err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("unreachable SLO: got %v, want an error", err)
+	}
+	if !strings.Contains(out, "UNREACHABLE") || strings.Contains(out, "Inf") {
+		t.Errorf("output should show the miss without +Inf:\n%s", out)
+	}
+}
+
+func TestConfigureModelConfig(t *testing.T) {
+	out, _, err := run(t, "configure", "--model-config", "../catalog/testdata/qwen3-like-config.json", "--gpu", "h100_sxm", "--total-gpus", "2", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"model": "example/Qwen3-Tiny"`) {
+		t.Errorf("the config.json model was not searched:\n%.400s", out)
+	}
+	if _, _, err := run(t, "configure", "--model-config", "nope.json"); err == nil || !strings.Contains(err.Error(), "--model-config") {
+		t.Errorf("a missing config.json: got %v", err)
+	}
+}
+
+// The decode batch the table reports is the one the manifest caps the
+// engine at, and it is the largest inside the ITL.
+func TestDecodeBatchMatchesManifest(t *testing.T) {
+	out, _, err := run(t, "configure", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res configure.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	d := res.Best.Decode
+	if d == nil {
+		t.Fatalf("the reference pick %s is not disaggregated", configure.Describe(*res.Best))
+	}
+	if !strings.HasPrefix(d.Limit, fmt.Sprintf("batch %d (", d.Batch)) {
+		t.Errorf("decode batch %d, limit %q", d.Batch, d.Limit)
+	}
+	yml, _, err := run(t, "configure", "--emit", "k8s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(yml, fmt.Sprintf("- --max-num-seqs\n        - \"%d\"", d.Batch)) {
+		t.Errorf("the manifest does not cap decode at batch %d", d.Batch)
 	}
 }

@@ -29,12 +29,18 @@ type globals struct {
 	stdout       io.Writer
 	stderr       io.Writer
 	log          *slog.Logger
+	// loaded is the environment once read: a command's steps share it,
+	// so a model added from --model-config is seen by all of them.
+	loaded *estimate.Env
 }
 
 func (g *globals) format() (output.Format, error) { return output.ParseFormat(g.output) }
 
 // env loads the catalog (embedded plus user files) and the model parameters.
 func (g *globals) env() (estimate.Env, error) {
+	if g.loaded != nil {
+		return *g.loaded, nil
+	}
 	cat, err := catalog.Default()
 	if err != nil {
 		return estimate.Env{}, err
@@ -54,7 +60,8 @@ func (g *globals) env() (estimate.Env, error) {
 	if err != nil {
 		return estimate.Env{}, err
 	}
-	return estimate.Env{Catalog: cat, Params: params}, nil
+	g.loaded = &estimate.Env{Catalog: cat, Params: params}
+	return *g.loaded, nil
 }
 
 // envWithModel is env plus, when path is set, a model read from a Hugging

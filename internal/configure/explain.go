@@ -63,7 +63,11 @@ func (s *search) explain(res *Result) {
 		}
 		if _, ok := e.best(s.r); !ok {
 			p := e.points[0]
-			lines = append(lines, fmt.Sprintf("%s %s misses the SLO even at batch 1 (TTFT %.0f ms, ITL %.1f ms).", e.role, e.label(), p.TTFTms, p.ITLms))
+			if e.role == "decode" { // a decode worker has no TTFT of its own
+				lines = append(lines, fmt.Sprintf("%s %s misses the SLO even at batch 1 (ITL %.1f ms).", e.role, e.label(), p.ITLms))
+			} else {
+				lines = append(lines, fmt.Sprintf("%s %s misses the SLO even at batch 1 (TTFT %.0f ms, ITL %.1f ms).", e.role, e.label(), p.TTFTms, p.ITLms))
+			}
 		}
 	}
 	fits := 0

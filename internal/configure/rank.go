@@ -108,9 +108,11 @@ func (s *search) config(d *deployment) Config {
 		return c
 	}
 	c.Prefill = s.pool(d.pre, d.np, d.pre.promptBatch(s.r.ISL), d.preCap, s.prefillLimit(d))
-	// Requests in decode per worker: its share of the rate times the decode time (Little's law).
-	batch := max(1, int(math.Round(r.RequestsPerS/float64(d.nd)*float64(s.r.OSL-1)*r.TPOTms/1e3)))
-	c.Decode = s.pool(d.dec, d.nd, batch, d.decPt.RequestsPerS, s.limit(d.dec, d.decPt))
+	// The decode batch is the largest the worker holds inside the ITL (what
+	// its engine is capped at), never below the requests it holds on
+	// average at this load (its share of the rate over the decode time).
+	mean := max(1, int(math.Round(r.RequestsPerS/float64(d.nd)*float64(s.r.OSL-1)*r.TPOTms/1e3)))
+	c.Decode = s.pool(d.dec, d.nd, max(mean, d.decPt.Concurrency), d.decPt.RequestsPerS, s.limit(d.dec, d.decPt))
 	side := "decode pool"
 	if float64(d.np)*d.preCap < float64(d.nd)*d.decPt.RequestsPerS {
 		side = "prefill pool"
@@ -164,7 +166,7 @@ func (s *search) limit(e *engine, pt Point) string {
 			over = append(over, fmt.Sprintf("E2E %.0f ms > %g", nx.E2Ems, sl.E2Ems))
 		}
 		if len(over) > 0 {
-			return fmt.Sprintf("batch %d: %s", nx.Concurrency, strings.Join(over, ", "))
+			return fmt.Sprintf("batch %d (%d would miss: %s)", pt.Concurrency, nx.Concurrency, strings.Join(over, ", "))
 		}
 		return fmt.Sprintf("throughput peaks at batch %d", pt.Concurrency)
 	}

@@ -80,8 +80,12 @@ type FitError struct {
 }
 
 func (e *FitError) Error() string {
-	s := fmt.Sprintf("model %s does not fit on %s at tp=%d pp=%d: needs %.1f GB per GPU (weights, activations, runtime reserve and the KV cache of one request), has %.1f GB usable; short by %.1f GB",
-		e.Model, e.Device, e.TP, e.PP, e.NeedGB, e.HaveGB, e.NeedGB-e.HaveGB)
+	short := fmt.Sprintf("%.1f GB", e.NeedGB-e.HaveGB)
+	if e.NeedGB-e.HaveGB < 0.1 {
+		short = fmt.Sprintf("%.0f MB", math.Max(1, (e.NeedGB-e.HaveGB)*1000)) // too little to show in GB
+	}
+	s := fmt.Sprintf("model %s does not fit on %s at tp=%d pp=%d: needs %.2f GB per GPU (weights, activations, runtime reserve and the KV cache of one request), has %.2f GB usable; short by %s",
+		e.Model, e.Device, e.TP, e.PP, e.NeedGB, e.HaveGB, short)
 	if e.Suggestion != "" {
 		s += "; " + e.Suggestion
 	}
