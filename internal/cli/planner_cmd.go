@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
+	"github.com/gpuplane/gpuplane/internal/planner"
 	"github.com/gpuplane/gpuplane/internal/plannerlive"
 )
 
@@ -21,6 +23,7 @@ func newPlannerCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "planner", Short: "The SLO planner against a live cluster"}
 	var file, kubeconfig string
 	var dryRun, once bool
+	var startPrefill, startDecode int
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Scale prefill and decode pools through the scale subresource to hold the SLO",
@@ -54,21 +57,40 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			if err != nil {
 				return err
 			}
+			// A long-running process reports its decisions at info.
+			level := slog.LevelInfo
+			if g.verbose {
+				level = slog.LevelDebug
+			}
+			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+			r := &plannerlive.Runner{Planner: p, Metrics: src, DryRun: dryRun || cfg.DryRun, Log: logr.FromSlogHandler(log.Handler())}
 			rc, err := kubeclient.Config(kubeconfig)
-			if err != nil {
-				return err
+			switch {
+			case err == nil:
+				dyn, err := dynamic.NewForConfig(rc)
+				if err != nil {
+					return fmt.Errorf("kubernetes client: %w", err)
+				}
+				r.Prefill = &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Prefill}
+				r.Decode = &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Decode}
+			case r.DryRun:
+				// Advisory mode needs no cluster: the pools start where the flags say and follow the advice.
+				pc := p.Config()
+				start := [2]int{max(startPrefill, pc.MinPrefill), max(startDecode, pc.MinDecode)}
+				log.Info("no cluster: the dry run tracks the replicas it advises", "reason", err.Error(), "prefill", start[0], "decode", start[1])
+				r.Prefill, r.Decode = plannerlive.NewAdvised(start[0]), plannerlive.NewAdvised(start[1])
+			default:
+				return fmt.Errorf("%w (a dry run, --dry-run, needs no cluster)", err)
 			}
-			dyn, err := dynamic.NewForConfig(rc)
-			if err != nil {
-				return fmt.Errorf("kubernetes client: %w", err)
+			if r.DryRun {
+				r.OnDecision = func(d planner.Decision, outcome string) {
+					fmt.Fprintf(g.stdout, "%s  prefill %d  decode %d  %s: %s\n", time.Now().UTC().Format(time.TimeOnly), d.Prefill, d.Decode, outcome, d.Reason)
+				}
 			}
-			r := &plannerlive.Runner{Planner: p, Metrics: src, DryRun: dryRun || cfg.DryRun,
-				Prefill: &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Prefill},
-				Decode:  &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Decode},
-				Log:     logr.FromSlogHandler(g.log.Handler())}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if once {
+				r.OnDecision = nil
 				d, err := r.Tick(ctx, time.Now())
 				if err != nil {
 					return err
@@ -82,7 +104,7 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			}
 			errc := make(chan error, 1)
 			go func() { errc <- plannerlive.Serve(ctx, cfg.Listen, r.Handler(reg, time.Now)) }()
-			g.log.Info("planner running", "listen", cfg.Listen, "interval_s", p.Config().Interval, "dry_run", r.DryRun)
+			log.Info("planner running", "listen", cfg.Listen, "interval_s", p.Config().Interval, "dry_run", r.DryRun)
 			if err := r.Run(ctx); err != nil {
 				return err
 			}
@@ -93,6 +115,8 @@ it only reports. Missing or stale metrics: it holds the last decision.
 	run.Flags().StringVar(&file, "config", "", "planner run file (planner, engine, metrics, targets); see docs/PLANNER.md")
 	run.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	run.Flags().BoolVar(&dryRun, "dry-run", false, "advisory mode: report decisions, scale nothing")
+	run.Flags().IntVar(&startPrefill, "prefill-replicas", 1, "dry run without a cluster: the prefill replicas to start from")
+	run.Flags().IntVar(&startDecode, "decode-replicas", 1, "dry run without a cluster: the decode replicas to start from")
 	run.Flags().BoolVar(&once, "once", false, "tick once and exit (the first tick of a scrape source only holds)")
 	_ = run.MarkFlagRequired("config")
 	cmd.AddCommand(run)

@@ -2,6 +2,7 @@ package plannerlive_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -221,4 +222,44 @@ func get(t *testing.T, url string, code int) string {
 		t.Errorf("GET %s: %d, want %d: %s", url, resp.StatusCode, code, b)
 	}
 	return string(b)
+}
+
+// A dry run without a cluster: the pools follow the advice, every
+// decision reaches the hook, nothing else is touched.
+func TestDryRunWithoutACluster(t *testing.T) {
+	burst := planner.Observation{Interval: 30, Requests: 360, MeanISL: 4000, MeanOSL: 500, TTFTms: 200, ITLms: 20}
+	r, _, _, _ := newRunner(t, []planner.Observation{burst, burst}, true)
+	pre, dec := plannerlive.NewAdvised(1), plannerlive.NewAdvised(1)
+	r.Prefill, r.Decode = pre, dec
+	var seen []string
+	r.OnDecision = func(d planner.Decision, outcome string) { seen = append(seen, fmt.Sprintf("%d+%d %s", d.Prefill, d.Decode, outcome)) }
+	for i := range 2 {
+		if _, err := r.Tick(context.Background(), time.Unix(1000+30*int64(i), 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _ := pre.Replicas(context.Background())
+	d, _ := dec.Replicas(context.Background())
+	if p != 3 || d != 2 || strings.Join(seen, ", ") != "3+2 advised, 3+2 unchanged" {
+		t.Errorf("advised pools at %d + %d, decisions %v", p, d, seen)
+	}
+}
+
+// One pool's failed scale does not keep the other where it is, and the
+// tick counts as failed.
+func TestPoolsScaleIndependently(t *testing.T) {
+	burst := planner.Observation{Interval: 30, Requests: 360, MeanISL: 4000, MeanOSL: 500, TTFTms: 200, ITLms: 20}
+	r, pre, dec, reg := newRunner(t, []planner.Observation{burst}, false)
+	pre.SetErr = errors.New("conflict")
+	if _, err := r.Tick(context.Background(), time.Unix(1000, 0)); err == nil || !strings.Contains(err.Error(), "scale prefill") {
+		t.Fatalf("got %v, want the prefill scale error", err)
+	}
+	if dec.N != 2 {
+		t.Errorf("decode stayed at %d after prefill failed; want 2", dec.N)
+	}
+	srv := httptest.NewServer(r.Handler(reg, func() time.Time { return time.Unix(1000, 0) }))
+	defer srv.Close()
+	if body := get(t, srv.URL+"/metrics", 200); !strings.Contains(body, `gpuplane_planner_decisions_total{outcome="failed"} 1`) {
+		t.Error("a failed scale is not counted as failed")
+	}
 }

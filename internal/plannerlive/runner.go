@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,6 +35,9 @@ type Runner struct {
 	// DryRun (advisory mode) reports decisions without scaling.
 	DryRun bool
 	Log    logr.Logger
+	// OnDecision, when set, receives every tick's decision and its outcome
+	// (scaled, advised, unchanged, held, failed).
+	OnDecision func(d planner.Decision, outcome string)
 
 	desired, current *prometheus.GaugeVec
 	predicted        prometheus.Gauge
@@ -83,7 +87,6 @@ func (r *Runner) Tick(ctx context.Context, now time.Time) (planner.Decision, err
 		outcome = "advised"
 	}
 	if r.ticks != nil {
-		r.ticks.WithLabelValues(outcome).Inc()
 		r.current.WithLabelValues("prefill").Set(float64(pre))
 		r.current.WithLabelValues("decode").Set(float64(dec))
 		r.desired.WithLabelValues("prefill").Set(float64(d.Prefill))
@@ -92,21 +95,77 @@ func (r *Runner) Tick(ctx context.Context, now time.Time) (planner.Decision, err
 		r.correction.WithLabelValues("prefill").Set(d.PrefillCorrection)
 		r.correction.WithLabelValues("decode").Set(d.DecodeCorrection)
 	}
-	r.Log.Info("planner decision", "outcome", outcome, "prefill", d.Prefill, "decode", d.Decode, "was", fmt.Sprintf("%d+%d", pre, dec), "reason", d.Reason)
-	if !r.DryRun && !d.Held {
+	var errs []error
+	switch {
+	case r.DryRun && !d.Held:
+		// A pool without a cluster behind it follows the advice.
+		for _, p := range []struct {
+			s Scaler
+			n int
+		}{{r.Prefill, d.Prefill}, {r.Decode, d.Decode}} {
+			if a, ok := p.s.(*Advised); ok {
+				a.Advise(p.n)
+			}
+		}
+	case !d.Held:
+		// Each pool on its own: a failed prefill scale must not keep decode where it is.
 		if d.Prefill != pre {
 			if err := r.Prefill.SetReplicas(ctx, d.Prefill); err != nil {
-				return d, err
+				errs = append(errs, fmt.Errorf("scale prefill to %d: %w", d.Prefill, err))
 			}
 		}
 		if d.Decode != dec {
 			if err := r.Decode.SetReplicas(ctx, d.Decode); err != nil {
-				return d, err
+				errs = append(errs, fmt.Errorf("scale decode to %d: %w", d.Decode, err))
 			}
 		}
 	}
+	if len(errs) > 0 {
+		outcome = "failed"
+	}
+	if r.ticks != nil {
+		r.ticks.WithLabelValues(outcome).Inc()
+	}
+	r.Log.Info("planner decision", "outcome", outcome, "prefill", d.Prefill, "decode", d.Decode, "was", fmt.Sprintf("%d+%d", pre, dec),
+		"predicted_rps", d.PredictedRate, "observed_rps", d.ObservedRate, "reason", d.Reason)
+	if r.OnDecision != nil {
+		r.OnDecision(d, outcome)
+	}
+	if len(errs) > 0 {
+		return d, errors.Join(errs...)
+	}
 	r.lastOK = now
 	return d, nil
+}
+
+// Advised is a pool with no cluster behind it, for a dry run without one:
+// it starts at a given size and then holds whatever the planner advised.
+type Advised struct {
+	mu sync.Mutex
+	n  int
+}
+
+// NewAdvised starts a pool at n replicas.
+func NewAdvised(n int) *Advised { return &Advised{n: n} }
+
+// Replicas implements Scaler.
+func (a *Advised) Replicas(context.Context) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n, nil
+}
+
+// SetReplicas implements Scaler.
+func (a *Advised) SetReplicas(_ context.Context, n int) error {
+	a.Advise(n)
+	return nil
+}
+
+// Advise records the planner's advice.
+func (a *Advised) Advise(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n = n
 }
 
 // Run ticks every planner interval until ctx ends; a failed tick is logged

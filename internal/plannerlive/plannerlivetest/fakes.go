@@ -13,6 +13,8 @@ type Scaler struct {
 	N      int
 	Writes int
 	Err    error
+	// SetErr fails writes only (a 409 or 403 from the scale subresource).
+	SetErr error
 }
 
 // Replicas implements plannerlive.Scaler.
@@ -22,6 +24,9 @@ func (s *Scaler) Replicas(context.Context) (int, error) { return s.N, s.Err }
 func (s *Scaler) SetReplicas(_ context.Context, n int) error {
 	if s.Err != nil {
 		return s.Err
+	}
+	if s.SetErr != nil {
+		return s.SetErr
 	}
 	s.N, s.Writes = n, s.Writes+1
 	return nil
