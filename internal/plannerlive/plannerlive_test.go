@@ -232,7 +232,9 @@ func TestDryRunWithoutACluster(t *testing.T) {
 	pre, dec := plannerlive.NewAdvised(1), plannerlive.NewAdvised(1)
 	r.Prefill, r.Decode = pre, dec
 	var seen []string
-	r.OnDecision = func(d planner.Decision, outcome string) { seen = append(seen, fmt.Sprintf("%d+%d %s", d.Prefill, d.Decode, outcome)) }
+	r.OnDecision = func(d planner.Decision, outcome string) {
+		seen = append(seen, fmt.Sprintf("%d+%d %s", d.Prefill, d.Decode, outcome))
+	}
 	for i := range 2 {
 		if _, err := r.Tick(context.Background(), time.Unix(1000+30*int64(i), 0)); err != nil {
 			t.Fatal(err)
