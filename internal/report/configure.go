@@ -19,7 +19,9 @@ func ParetoSVG(res *configure.Result) template.HTML {
 	for _, p := range res.Curve {
 		maxX, maxY = math.Max(maxX, p.TokensPerSPerUser), math.Max(maxY, p.TokensPerSPerGPU)
 	}
-	maxX, maxY = maxX*1.05, maxY*1.08
+	topX, stepX := niceTicks(maxX*1.02, 5)
+	topY, stepY := niceTicks(maxY*1.02, 5)
+	maxX, maxY = topX, topY
 	x := func(v float64) float64 { return l + (w-l-r)*v/maxX }
 	y := func(v float64) float64 { return h - b - (h-t-b)*v/maxY }
 	var sb strings.Builder
@@ -27,10 +29,15 @@ func ParetoSVG(res *configure.Result) template.HTML {
 	sb.WriteString(`<text x="64" y="18" font-size="13" font-weight="bold">Throughput per GPU against interactivity</text>`)
 	fmt.Fprintf(&sb, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/><line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/>`,
 		l, h-b, w-r, h-b, l, t, l, h-b)
-	for i := 0; i <= 5; i++ {
-		xv, yv := maxX*float64(i)/5, maxY*float64(i)/5
-		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="10" text-anchor="middle">%.0f</text>`, x(xv), h-b+14, xv)
-		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="10" text-anchor="end">%.0f</text>`, l-4, y(yv)+3, yv)
+	for xv := 0.0; xv <= topX+stepX/2; xv += stepX {
+		anchor := "middle"
+		if x(xv) > w-r-12 {
+			anchor = "end"
+		}
+		fmt.Fprintf(&sb, `<text x="%.1f" y="%g" font-size="10" text-anchor="%s">%s</text>`, x(xv), h-b+14, anchor, label(xv))
+	}
+	for yv := 0.0; yv <= topY+stepY/2; yv += stepY {
+		fmt.Fprintf(&sb, `<text x="%g" y="%.1f" font-size="10" text-anchor="end">%s</text>`, l-4, y(yv)+3, label(yv))
 	}
 	fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="11" text-anchor="middle">output tokens/s per user</text>`, (l+w-r)/2, h-8)
 	fmt.Fprintf(&sb, `<text x="14" y="%g" font-size="11" transform="rotate(-90 14 %g)" text-anchor="middle">output tokens/s per GPU</text>`, (t+h-b)/2, (t+h-b)/2)
@@ -57,10 +64,11 @@ func ParetoSVG(res *configure.Result) template.HTML {
 		fmt.Fprintf(&sb, `<circle cx="%.1f" cy="%.1f" r="7" fill="none" stroke="#000" stroke-width="2"><title>chosen: %s</title></circle>`,
 			x(bst.TokensPerSPerUser), y(bst.TokensPerSPerGPU), template.HTMLEscapeString(configure.Describe(*bst)))
 	}
-	legend := [][2]string{{"#1f77b4", "aggregated"}, {"#2ca02c", "disaggregated"}, {"#ff7f0e", "Pareto front (TTFT met)"}, {"#000", "chosen"}}
+	legend := []struct{ colour, opacity, text string }{{"#1f77b4", "0.8", "aggregated, meets the SLO"}, {"#2ca02c", "0.8", "disaggregated, meets the SLO"},
+		{"#888", "0.35", "faded: misses the SLO"}, {"#ff7f0e", "1", "Pareto front (TTFT met)"}, {"#000", "1", "chosen"}}
 	for i, lg := range legend {
-		fmt.Fprintf(&sb, `<rect x="%g" y="%g" width="10" height="10" fill="%s"/><text x="%g" y="%g" font-size="11">%s</text>`,
-			w-r-170, t+16*float64(i), lg[0], w-r-155, t+9+16*float64(i), lg[1])
+		fmt.Fprintf(&sb, `<rect x="%g" y="%g" width="10" height="10" fill="%s" fill-opacity="%s"/><text x="%g" y="%g" font-size="11">%s</text>`,
+			w-r-190, t+16*float64(i), lg.colour, lg.opacity, w-r-175, t+9+16*float64(i), lg.text)
 	}
 	sb.WriteString(`</svg>`)
 	return template.HTML(sb.String())

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/sim"
@@ -27,44 +28,89 @@ type Chart struct {
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"}
 
-// SVG draws the chart against times (seconds).
+// niceTicks picks an axis top and tick step of 1, 2, 2.5 or 5 times a
+// power of ten, so about n ticks read as round numbers up to top >= max.
+func niceTicks(max float64, n int) (top, step float64) {
+	if !(max > 0) || math.IsInf(max, 0) {
+		return 1, 1.0 / float64(n)
+	}
+	raw := max / float64(n)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if step = m * mag; step >= raw {
+			break
+		}
+	}
+	return math.Ceil(max/step-1e-9) * step, step
+}
+
+// label prints a tick value without float noise.
+func label(v float64) string { return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64) }
+
+// SVG draws the chart against times (seconds). A NaN value is an interval
+// with nothing to show (no completions): the line breaks there.
 func (c Chart) SVG(times []float64) template.HTML {
-	const w, h, l, r, t, b = 640.0, 220.0, 56.0, 12.0, 24.0, 30.0
+	const w, h, l, r, t, b = 640.0, 220.0, 56.0, 16.0, 24.0, 30.0
 	maxY := 0.0
 	for _, ln := range c.Lines {
 		for _, v := range ln.Values {
-			maxY = math.Max(maxY, v)
+			if !math.IsNaN(v) {
+				maxY = math.Max(maxY, v)
+			}
 		}
 	}
-	if maxY == 0 {
-		maxY = 1
-	}
+	topY, stepY := niceTicks(maxY, 4)
 	maxX := 1.0
 	if len(times) > 0 {
 		maxX = math.Max(times[len(times)-1], 1)
 	}
-	x := func(v float64) float64 { return l + (w-l-r)*v/maxX }
-	y := func(v float64) float64 { return h - b - (h-t-b)*v/maxY }
+	topX, stepX := niceTicks(maxX, 5)
+	x := func(v float64) float64 { return l + (w-l-r)*v/topX }
+	y := func(v float64) float64 { return h - b - (h-t-b)*v/topY }
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" width="%g" height="%g" role="img" aria-label="%s">`, w, h, template.HTMLEscapeString(c.Title))
 	fmt.Fprintf(&sb, `<text x="%g" y="16" font-size="13" font-weight="bold">%s</text>`, l, template.HTMLEscapeString(c.Title))
 	fmt.Fprintf(&sb, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/><line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/>`,
 		l, h-b, w-r, h-b, l, t, l, h-b)
-	for i := 0; i <= 4; i++ {
-		v := maxY * float64(i) / 4
-		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="10" text-anchor="end">%.3g</text>`, l-4, y(v)+3, v)
-		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="10" text-anchor="middle">%.0fs</text>`, x(maxX*float64(i)/4), h-b+14, maxX*float64(i)/4)
+	for v := 0.0; v <= topY+stepY/2; v += stepY {
+		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="10" text-anchor="end">%s</text>`, l-4, y(v)+3, label(v))
+	}
+	for v := 0.0; v <= topX+stepX/2; v += stepX {
+		anchor := "middle"
+		if x(v) > w-r-12 {
+			anchor = "end" // the last label stays inside the picture
+		}
+		fmt.Fprintf(&sb, `<text x="%.1f" y="%g" font-size="10" text-anchor="%s">%ss</text>`, x(v), h-b+14, anchor, label(v))
 	}
 	fmt.Fprintf(&sb, `<text x="4" y="%g" font-size="10">%s</text>`, t+8, template.HTMLEscapeString(c.Unit))
 	for i, ln := range c.Lines {
 		col := palette[i%len(palette)]
-		var pts []string
-		for j, v := range ln.Values {
-			if j < len(times) {
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(times[j]), y(v)))
+		var seg [][2]float64
+		flush := func() {
+			switch len(seg) {
+			case 0:
+			case 1: // a lone interval between gaps is a dot
+				fmt.Fprintf(&sb, `<circle cx="%.1f" cy="%.1f" r="1.5" fill="%s"/>`, seg[0][0], seg[0][1], col)
+			default:
+				pts := make([]string, len(seg))
+				for k, p := range seg {
+					pts[k] = fmt.Sprintf("%.1f,%.1f", p[0], p[1])
+				}
+				fmt.Fprintf(&sb, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, col, strings.Join(pts, " "))
 			}
+			seg = seg[:0]
 		}
-		fmt.Fprintf(&sb, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, col, strings.Join(pts, " "))
+		for j, v := range ln.Values {
+			if j >= len(times) {
+				break
+			}
+			if math.IsNaN(v) {
+				flush()
+				continue
+			}
+			seg = append(seg, [2]float64{x(times[j]), y(v)})
+		}
+		flush()
 		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="11" fill="%s">%s</text>`, w-r-150, t+14*float64(i+1), col, template.HTMLEscapeString(ln.Name))
 	}
 	sb.WriteString(`</svg>`)
@@ -85,6 +131,24 @@ func SimCharts(s *sim.Summary) ([]float64, []Chart) {
 	for i, p := range s.Series {
 		times[i] = p.Start
 	}
+	// Latencies and attainment exist only for intervals where requests
+	// finished: the others are gaps, not zeros.
+	done := func(f func(p sim.Point) float64) func(p sim.Point) float64 {
+		return func(p sim.Point) float64 {
+			if p.Completions == 0 {
+				return math.NaN()
+			}
+			return f(p)
+		}
+	}
+	itl := func(f func(p sim.Point) float64) func(p sim.Point) float64 {
+		return func(p sim.Point) float64 {
+			if p.Completions == 0 || p.ITLMeanms == 0 {
+				return math.NaN()
+			}
+			return f(p)
+		}
+	}
 	interval := 1.0
 	if n > 1 {
 		interval = s.Series[1].Start - s.Series[0].Start
@@ -104,10 +168,10 @@ func SimCharts(s *sim.Summary) ([]float64, []Chart) {
 		{Title: "Arrivals", Unit: "req/s", Lines: []Line{{"arrivals", col(func(p sim.Point) float64 { return float64(p.Arrivals) / interval })}}},
 		{Title: "Workers per pool", Unit: "workers", Lines: workers},
 		{Title: "Queue depth", Unit: "requests", Lines: []Line{{"waiting", col(func(p sim.Point) float64 { return float64(p.QueueDepth) })}}},
-		{Title: "TTFT", Unit: "ms", Lines: []Line{{"p50", col(func(p sim.Point) float64 { return p.TTFTms.P50 })}, {"p99", col(func(p sim.Point) float64 { return p.TTFTms.P99 })}}},
-		{Title: "ITL", Unit: "ms", Lines: []Line{{"p50", col(func(p sim.Point) float64 { return p.ITLms.P50 })}, {"p99", col(func(p sim.Point) float64 { return p.ITLms.P99 })}}},
+		{Title: "TTFT", Unit: "ms", Lines: []Line{{"p50", col(done(func(p sim.Point) float64 { return p.TTFTms.P50 }))}, {"p99", col(done(func(p sim.Point) float64 { return p.TTFTms.P99 }))}}},
+		{Title: "ITL", Unit: "ms", Lines: []Line{{"p50", col(itl(func(p sim.Point) float64 { return p.ITLms.P50 }))}, {"p99", col(itl(func(p sim.Point) float64 { return p.ITLms.P99 }))}}},
 		{Title: "KV-cache use", Unit: "fraction", Lines: []Line{{"mean over workers", col(func(p sim.Point) float64 { return p.KVUse })}}},
-		{Title: "SLO attainment of completions", Unit: "fraction", Lines: []Line{{"attainment", col(func(p sim.Point) float64 { return p.Attainment })}}},
+		{Title: "SLO attainment of completions", Unit: "fraction", Lines: []Line{{"attainment", col(done(func(p sim.Point) float64 { return p.Attainment }))}}},
 	}
 }
 
