@@ -9,7 +9,14 @@ out="${GPUPLANE_BIN_DIR:-$root/.cache/bin}"
 mkdir -p "$out"
 cd "$root/hack/tools"
 go build -o "$out/etcd" go.etcd.io/etcd/server/v3
-go build -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+# Stamp the release the module proxy served, as Kubernetes' own build does,
+# so the API server reports it (kubectl version refuses v0.0.0-master).
+kver="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+kmajor="${kver#v}"; kmajor="${kmajor%%.*}"
+kminor="${kver#v*.}"; kminor="${kminor%%.*}"
+vpkg=k8s.io/component-base/version
+ldflags="-X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=$kmajor -X $vpkg.gitMinor=$kminor -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
+go build -ldflags "$ldflags" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
 GOBIN="$out" go install sigs.k8s.io/kwok/cmd/kwok@v0.8.0
 # kwok's stage definitions ship in its module; the cluster passes them with --config.
 kwokdir="$(go mod download -json sigs.k8s.io/kwok@v0.8.0 | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"

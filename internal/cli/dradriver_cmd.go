@@ -29,7 +29,7 @@ func newDRADriverCmd(g *globals) *cobra.Command {
 
 func newDRAFleetCmd(g *globals) *cobra.Command {
 	var kubeconfig, file string
-	var createNodes, dryRun, once bool
+	var createNodes, dryRun, once, noClasses bool
 	cmd := &cobra.Command{
 		Use:   "fleet",
 		Short: "Publish ResourceSlices for many fake nodes from their device profiles",
@@ -60,7 +60,7 @@ ResourceSlices and touches no cluster: a what-if for capacity planning.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			t0 := time.Now()
-			pub := &fleet.Publisher{Client: client, Driver: plugin.DriverName, CreateNodes: createNodes}
+			pub := &fleet.Publisher{Client: client, Driver: plugin.DriverName, CreateNodes: createNodes, InstallClasses: !noClasses}
 			r, err := pub.Start(ctx, nodes)
 			if err != nil {
 				return err
@@ -86,6 +86,7 @@ ResourceSlices and touches no cluster: a what-if for capacity planning.
 	cmd.Flags().StringVarP(&file, "file", "f", "", "Fleet file (apiVersion gpuplane.io/v1alpha1, kind Fleet)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then $KUBECONFIG)")
 	cmd.Flags().BoolVar(&createNodes, "create-nodes", false, "register the nodes as kwok-managed Nodes first")
+	cmd.Flags().BoolVar(&noClasses, "no-classes", false, "do not create the driver's DeviceClasses (gpu., mig., vgpu.gpuplane.io; the Helm chart installs them too)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the ResourceSlices instead of publishing them")
 	cmd.Flags().BoolVar(&once, "once", false, "exit once published instead of keeping the slices reconciled")
 	_ = cmd.MarkFlagRequired("file")

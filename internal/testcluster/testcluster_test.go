@@ -2,8 +2,10 @@ package testcluster
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMissingBinariesSayHowToBuild(t *testing.T) {
@@ -24,5 +26,14 @@ func TestFreePortsAreDistinctLoopbackPorts(t *testing.T) {
 			t.Fatalf("ports %v", ps)
 		}
 		seen[p] = true
+	}
+}
+
+// Outside a checkout there is no build script: the error says what to do.
+func TestBuildOutsideACheckoutSaysWhat(t *testing.T) {
+	t.Chdir(t.TempDir())
+	err := BuildBinaries(t.Context(), t.TempDir(), io.Discard, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "--bin-dir") {
+		t.Errorf("got %v, want an error naming --bin-dir", err)
 	}
 }

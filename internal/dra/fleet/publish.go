@@ -8,11 +8,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
+
+	"github.com/gpuplane/gpuplane/internal/dra/classes"
 )
 
 // Publisher publishes a fleet's slices.
@@ -22,6 +25,9 @@ type Publisher struct {
 	// CreateNodes registers each node as a kwok-managed Node first (for the
 	// local control plane); off, the nodes must exist.
 	CreateNodes bool
+	// InstallClasses creates or updates the driver's DeviceClasses, without
+	// which no claim can select the published devices.
+	InstallClasses bool
 	// ErrorHandler receives publishing errors (default: logged by the controller).
 	ErrorHandler func(ctx context.Context, err error, msg string)
 }
@@ -40,6 +46,11 @@ type Running struct {
 // which the library polls once a second.
 func (p *Publisher) Start(ctx context.Context, nodes []Node) (*Running, error) {
 	r := &Running{client: p.Client, driver: p.Driver, nodes: map[string]bool{}}
+	if p.InstallClasses {
+		if err := InstallClasses(ctx, p.Client, p.Driver); err != nil {
+			return nil, err
+		}
+	}
 	for _, n := range nodes {
 		r.nodes[n.Name] = true
 		if p.CreateNodes {
@@ -103,6 +114,26 @@ func (r *Running) WaitPublished(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// InstallClasses creates the driver's DeviceClasses, or brings existing
+// ones to the driver's spec.
+func InstallClasses(ctx context.Context, client kubernetes.Interface, driver string) error {
+	api := client.ResourceV1().DeviceClasses()
+	for _, c := range classes.All(driver, classes.Options{}) {
+		_, err := api.Create(ctx, &c, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			var cur *resourceapi.DeviceClass
+			if cur, err = api.Get(ctx, c.Name, metav1.GetOptions{}); err == nil {
+				cur.Spec.Selectors = c.Spec.Selectors
+				_, err = api.Update(ctx, cur, metav1.UpdateOptions{})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("install DeviceClass %s: %w", c.Name, err)
+		}
+	}
+	return nil
 }
 
 // CreateNode registers n as a kwok-managed Node (an existing one is kept).
