@@ -134,7 +134,7 @@ func TestErrorsNameTheFix(t *testing.T) {
 		{[]string{"estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "l4", "--precision", "bf16"}, "short by"},
 		{[]string{"catalog", "things"}, "gpus, devices or models"},
 		{[]string{"dev", "cluster", "down", "--dir", os.TempDir() + "/gpuplane-no-such-cluster"}, "no cluster recorded"},
-		{[]string{"dev", "cluster", "up", "--dir", os.TempDir() + "/gpuplane-no-bins", "--bin-dir", os.TempDir() + "/gpuplane-no-bins"}, "hack/build-cluster-bins.sh"},
+		{[]string{"dev", "cluster", "up", "--no-build", "--dir", os.TempDir() + "/gpuplane-no-bins", "--bin-dir", os.TempDir() + "/gpuplane-no-bins"}, "hack/build-cluster-bins.sh"},
 	}
 	for _, tc := range cases {
 		_, _, err := run(t, tc.args...)
