@@ -1,6 +1,10 @@
 package capacity
 
-import "math"
+import (
+	"math"
+	"sort"
+	"sync"
+)
 
 // MaxUtilisation keeps a prefill pool off saturation even when the TTFT
 // target would allow it.
@@ -119,7 +123,10 @@ func tailWait(lambda, s, rho, p float64) float64 {
 }
 
 // QueueRateAt is the most req/s whose TTFT at percentile pct stays within
-// budget ms (at most MaxUtilisation of saturation); 0 if one prompt alone misses it.
+// budget ms (at most MaxUtilisation of saturation); 0 if one prompt alone
+// misses it. The M/D/1 wait in service times depends on the utilisation
+// alone, so each percentile's wait is tabulated once over utilisation and
+// inverted by search, rounding the utilisation down (never over budget).
 func QueueRateAt(t1, s, budget, pct float64) float64 {
 	if pct <= 0 {
 		return QueueRate(t1, s, budget)
@@ -127,17 +134,34 @@ func QueueRateAt(t1, s, budget, pct float64) float64 {
 	if s <= 0 || t1 > budget {
 		return 0
 	}
-	lo, hi := 0.0, MaxUtilisation
-	if QueueTTFTAt(t1, s, hi/s*1e3, pct) <= budget {
-		return hi / s * 1e3
+	waits := waitTable(pct)
+	k := (budget - t1) / s // the wait allowed, in service times
+	i := sort.Search(len(waits), func(i int) bool { return waits[i] > k }) - 1
+	if i < 0 {
+		return 0
 	}
-	for range 50 { // the percentile grows with utilisation: bisect it
-		mid := (lo + hi) / 2
-		if QueueTTFTAt(t1, s, mid/s*1e3, pct) <= budget {
-			lo = mid
-		} else {
-			hi = mid
-		}
+	return float64(i) * rhoStep / s * 1e3
+}
+
+// rhoStep is the utilisation grid of the wait tables.
+const rhoStep = 0.001
+
+var waitTables sync.Map // percentile -> []float64
+
+// waitTable is the wait at percentile pct in service times for the
+// utilisations 0, rhoStep, ... up to MaxUtilisation.
+func waitTable(pct float64) []float64 {
+	if t, ok := waitTables.Load(pct); ok {
+		return t.([]float64)
 	}
-	return lo / s * 1e3
+	n := int(math.Round(MaxUtilisation/rhoStep)) + 1
+	t := make([]float64, n)
+	for i := range t {
+		t[i] = QueueTTFTAt(0, 1, float64(i)*rhoStep*1e3, pct)
+	}
+	for i := 1; i < n; i++ {
+		t[i] = math.Max(t[i], t[i-1]) // monotone for the search, whatever the rounding
+	}
+	waitTables.Store(pct, t)
+	return t
 }
