@@ -32,3 +32,14 @@ bench reference-8xh200 --model Qwen/Qwen3-32B --precision fp8 --backend vllm --i
   --ttft 500 --itl 30 --gpu h200_sxm --total-gpus 8
 bench pool64-3kinds --pool examples/pool.yaml --model Qwen/Qwen3-8B --precision fp8 --isl 2000 --osl 300 \
   --ttft 800 --itl 40
+# A cluster: 1,000 devices of four kinds. The search simulates copies of a
+# unit, so this costs about what the 64-device pool does.
+cat > "$tmp/pool1000.yaml" <<'POOL'
+pool:
+- {device: h100_sxm, count: 400}
+- {device: h200_sxm, count: 300}
+- {device: "h100_sxm:3g.40gb", count: 200}
+- {device: "a10:1/2", count: 100}
+POOL
+bench pool1000-4kinds --pool "$tmp/pool1000.yaml" --model Qwen/Qwen3-32B --precision fp8 --isl 4000 --osl 500 \
+  --ttft 500 --itl 30
