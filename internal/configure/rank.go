@@ -218,8 +218,21 @@ func (s *search) miss() *Miss {
 			m.BestITLms = min(m.BestITLms, p.ITLms)
 		}
 	}
+	// Disaggregated only: the best end to end is the fastest prompt then the fastest decode.
+	preBest, decBest := math.Inf(1), math.Inf(1)
+	for _, e := range s.engines {
+		if e.err == nil && len(e.points) > 0 && e.role == "prefill" {
+			preBest = min(preBest, e.points[0].TTFTms)
+		} else if e.err == nil && len(e.points) > 0 && e.role == "decode" {
+			decBest = min(decBest, e.points[0].ITLms)
+		}
+	}
+	m.BestE2Ems = min(m.BestE2Ems, preBest+float64(s.r.OSL-1)*decBest)
 	var parts []string
 	add := func(name string, best, target float64) {
+		if math.IsInf(best, 1) {
+			return // no engine measured it: said below, never as +Inf
+		}
 		if target > 0 && best > target {
 			parts = append(parts, fmt.Sprintf("best %s is %.1f ms against %g ms (%.0f%% over)", name, best, target, (best/target-1)*100))
 		}
@@ -227,15 +240,18 @@ func (s *search) miss() *Miss {
 	add("TTFT", m.BestTTFTms, s.r.SLA.TTFTms)
 	add("ITL", m.BestITLms, s.r.SLA.ITLms)
 	add("E2E", m.BestE2Ems, s.r.SLA.E2Ems)
+	switch {
+	case math.IsInf(m.BestTTFTms, 1) && math.IsInf(m.BestITLms, 1):
+		m.Message = "no engine on this pool serves even one request; see rejected for why"
+	case len(parts) == 0:
+		m.Message = "no deployment the pool and budget allow meets the SLO together, though each target alone is reachable; relax the SLO or add devices"
+	default:
+		m.Message = "SLO unreachable on this pool: " + strings.Join(parts, "; ") + "; relax the SLO or use faster devices or more tensor parallelism"
+	}
 	for _, f := range []*float64{&m.BestTTFTms, &m.BestITLms, &m.BestE2Ems} {
 		if math.IsInf(*f, 1) {
 			*f = 0
 		}
-	}
-	if len(parts) == 0 {
-		m.Message = "no deployment the pool and budget allow meets the SLO together, though each target alone is reachable; relax the SLO or add devices"
-	} else {
-		m.Message = "SLO unreachable on this pool: " + strings.Join(parts, "; ") + "; relax the SLO or use faster devices or more tensor parallelism"
 	}
 	return m
 }

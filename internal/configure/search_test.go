@@ -291,3 +291,13 @@ func TestPercentileSLO(t *testing.T) {
 		}
 	}
 }
+
+// A miss is stated in finite numbers whatever the modes searched.
+func TestUnreachableNeverInfinite(t *testing.T) {
+	r := reference()
+	r.Modes, r.SLA.E2Ems = []string{"disagg"}, 100
+	res := mustSearch(t, r)
+	if res.Unreachable == nil || strings.Contains(res.Unreachable.Message, "Inf") || !strings.Contains(res.Unreachable.Message, "best E2E") {
+		t.Errorf("unreachable: %+v", res.Unreachable)
+	}
+}
