@@ -179,3 +179,30 @@ func TestDecodeBatchMatchesManifest(t *testing.T) {
 		t.Errorf("the manifest does not cap decode at batch %d", d.Batch)
 	}
 }
+
+// The example pool's A10 halves hold Qwen3-8B and take part in the search.
+func TestExamplePoolUsesTheA10s(t *testing.T) {
+	out, _, err := run(t, "configure", "--pool", "../../examples/pool.yaml", "--model", "Qwen/Qwen3-8B", "--isl", "2000", "--osl", "300",
+		"--ttft", "800", "--itl", "40", "--top", "300", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res configure.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Rejected {
+		if strings.HasPrefix(r.Engine, "a10") {
+			t.Errorf("%s %s rejected: %s", r.Role, r.Engine, r.Reason)
+		}
+	}
+	used := 0
+	for _, c := range res.Candidates {
+		if strings.Contains(configure.Describe(c), "a10:1/2") && c.MeetsSLO {
+			used++
+		}
+	}
+	if used == 0 {
+		t.Error("no candidate meeting the SLO uses the pool's A10 halves")
+	}
+}
