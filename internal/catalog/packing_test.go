@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -44,11 +45,7 @@ func TestPhysicalGPUs(t *testing.T) {
 func TestPhysicalGPUsBounds(t *testing.T) {
 	c := MustDefault()
 	profiles := []string{"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}
-	seed := uint64(1)
-	next := func(n int) int {
-		seed = seed*6364136223846793005 + 1442695040888963407
-		return int(seed>>33) % n
-	}
+	next := rand.New(rand.NewPCG(1, 0)).IntN
 	for trial := range 2000 {
 		var use []DeviceCount
 		mem, comp, inst := 0, 0, 0
@@ -97,11 +94,7 @@ func minGPUs(items []migItem) int {
 func TestPhysicalGPUsAgainstBruteForce(t *testing.T) {
 	c := MustDefault()
 	profiles := []string{"1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb"}
-	seed := uint64(7)
-	next := func(n int) int {
-		seed = seed*6364136223846793005 + 1442695040888963407
-		return int(seed>>33) % n
-	}
+	next := rand.New(rand.NewPCG(7, 0)).IntN
 	for trial := range 1000 {
 		var use []DeviceCount
 		var items []migItem
