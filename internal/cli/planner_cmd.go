@@ -102,8 +102,12 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			if err := r.Register(reg); err != nil {
 				return err
 			}
+			l, err := plannerlive.Listen(cfg.Listen)
+			if err != nil {
+				return err
+			}
 			errc := make(chan error, 1)
-			go func() { errc <- plannerlive.Serve(ctx, cfg.Listen, r.Handler(reg, time.Now)) }()
+			go func() { errc <- plannerlive.Serve(ctx, l, r.Handler(reg, time.Now)) }()
 			log.Info("planner running", "listen", cfg.Listen, "interval_s", p.Config().Interval, "dry_run", r.DryRun)
 			if err := r.Run(ctx); err != nil {
 				return err

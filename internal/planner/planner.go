@@ -117,6 +117,12 @@ func (p *Planner) Config() Config { return p.cfg }
 func (p *Planner) Tick(o Observation) Decision {
 	c := p.cfg
 	cur := Decision{Time: o.Time, Prefill: max(o.Prefill, c.MinPrefill, 1), Decode: max(o.Decode, c.MinDecode, 1)}
+	if !o.Stale {
+		if bad := o.implausible(c); bad != "" {
+			// One bad sample must never reach a predictor: hold and say why.
+			o.Stale, o.Reason = true, "implausible metrics ("+bad+")"
+		}
+	}
 	if o.Stale || o.Interval <= 0 {
 		why := o.Reason
 		if why == "" {
@@ -314,3 +320,31 @@ func (p *Planner) limit(pre, dec int, why *[]string) (int, int) {
 }
 
 func clamp(v, lo, hi float64) float64 { return math.Min(math.Max(v, lo), hi) }
+
+// implausible names the first value no engine can report: not finite,
+// negative, a cache use outside 0..1, or a request rate beyond what any
+// deployment of MaxPrefill replicas serves (1,000 req/s a replica).
+func (o Observation) implausible(c Config) string {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"interval", o.Interval}, {"mean ISL", o.MeanISL}, {"mean OSL", o.MeanOSL}, {"TTFT", o.TTFTms}, {"ITL", o.ITLms},
+		{"TTFT at the percentile", o.TTFTQms}, {"ITL at the percentile", o.ITLQms}, {"KV use", o.KVUse}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Sprintf("%s %g", f.name, f.v)
+		}
+	}
+	switch {
+	case o.Requests < 0:
+		return fmt.Sprintf("requests %d", o.Requests)
+	case o.QueueDepth < 0:
+		return fmt.Sprintf("queue depth %d", o.QueueDepth)
+	case o.KVUse > 1.0001:
+		return fmt.Sprintf("KV use %g above 1", o.KVUse)
+	case o.Interval > 0 && float64(o.Requests)/o.Interval > 1000*float64(max(c.MaxPrefill, 1)):
+		return fmt.Sprintf("%.3g req/s", float64(o.Requests)/o.Interval)
+	case o.Requests > 0 && (o.MeanISL < 1 || o.MeanISL > 1e7 || o.MeanOSL > 1e7):
+		return fmt.Sprintf("mean sizes %g/%g tokens", o.MeanISL, o.MeanOSL)
+	}
+	return ""
+}

@@ -169,3 +169,45 @@ func BenchmarkTick(b *testing.B) {
 		p.Tick(obs(float64(30*i), 5+3*math.Sin(float64(i)/10), 2, 1))
 	}
 }
+
+// One bad sample never reaches a predictor: the planner holds, says why,
+// and is back at the right size within two intervals of recovery.
+func TestBadSamplesHold(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	bad := map[string]func(o *planner.Observation){
+		"NaN TTFT":         func(o *planner.Observation) { o.TTFTms = nan },
+		"NaN ISL":          func(o *planner.Observation) { o.MeanISL = nan },
+		"Inf OSL":          func(o *planner.Observation) { o.MeanOSL = inf },
+		"1e30 requests":    func(o *planner.Observation) { o.Requests = 1 << 62 },
+		"negative request": func(o *planner.Observation) { o.Requests = -5 },
+		"negative queue":   func(o *planner.Observation) { o.QueueDepth = -1 },
+		"KV use 7":         func(o *planner.Observation) { o.KVUse = 7 },
+		"NaN interval":     func(o *planner.Observation) { o.Interval = nan },
+	}
+	for name, spoil := range bad {
+		p := newPlanner(t, func(c *planner.Config) { c.Predictor = planner.PredictHolt })
+		now := 30.0
+		var d planner.Decision
+		for range 5 {
+			d = p.Tick(obs(now, 12, d.Prefill, d.Decode))
+			now += 30
+		}
+		want := d
+		for range 3 {
+			o := obs(now, 12, d.Prefill, d.Decode)
+			spoil(&o)
+			d = p.Tick(o)
+			if !d.Held || !strings.Contains(d.Reason, "implausible") || d.Prefill != want.Prefill || d.Decode != want.Decode {
+				t.Errorf("%s: %+v, want a hold at %d + %d", name, d, want.Prefill, want.Decode)
+			}
+			now += 30
+		}
+		for range 2 {
+			d = p.Tick(obs(now, 12, d.Prefill, d.Decode))
+			now += 30
+		}
+		if d.Prefill != want.Prefill || d.Decode != want.Decode || math.IsNaN(d.PredictedRate) {
+			t.Errorf("%s: after recovery %d + %d (predicted %g), want %d + %d", name, d.Prefill, d.Decode, d.PredictedRate, want.Prefill, want.Decode)
+		}
+	}
+}

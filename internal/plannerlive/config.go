@@ -85,7 +85,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 	}
 	if c.Listen == "" {
-		c.Listen = ":9464"
+		c.Listen = "127.0.0.1:9464" // loopback unless the file says wider (":9464" in a pod)
 	}
 	return &c, nil
 }

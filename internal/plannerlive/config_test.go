@@ -28,7 +28,7 @@ func TestConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Config().DecodeGPUs != 4 || c.Listen != ":9464" {
+	if p.Config().DecodeGPUs != 4 || c.Listen != "127.0.0.1:9464" { // loopback by default
 		t.Errorf("decode GPUs %d listen %q", p.Config().DecodeGPUs, c.Listen)
 	}
 	cases := map[string]string{

@@ -147,6 +147,20 @@ func TestPromSource(t *testing.T) {
 	if o.Stale || o.Requests != 60 || o.MeanISL != 4000 || o.MeanOSL != 500 || o.TTFTms != 250 || o.ITLms != 20 || o.QueueDepth != 4 || o.KVUse != 0.5 {
 		t.Errorf("observation %+v", o)
 	}
+	// A NaN or absurd sample makes the tick stale instead of a request count.
+	for _, bad := range []string{"NaN", "+Inf", "-3", "1e30"} {
+		prom.Values["sum(increase(vllm:request_success_total{role=\"prefill\"}"] = bad
+		if o := src.Observe(context.Background(), time.Unix(1015, 0)); !o.Stale || !strings.Contains(o.Reason, "implausible") {
+			t.Errorf("requests %s: %+v, want a stale observation", bad, o)
+		}
+	}
+	prom.Values["sum(increase(vllm:request_success_total{role=\"prefill\"}"] = "60"
+	// Percentiles come from histogram_quantile when the SLO names one.
+	prom.Values["histogram_quantile(0.9, sum by (le) (increase(vllm:time_to_first_token_seconds_bucket"] = "0.4"
+	src.TTFTPercentile = 90
+	if o := src.Observe(context.Background(), time.Unix(1020, 0)); o.Stale || o.TTFTQms != 400 {
+		t.Errorf("p90 TTFT %g ms, want 400: %+v", o.TTFTQms, o)
+	}
 	prom.Missing.Store(true)
 	if o := src.Observe(context.Background(), time.Unix(1030, 0)); !o.Stale || !strings.Contains(o.Reason, "no data") {
 		t.Errorf("missing series must make the observation stale: %+v", o)
@@ -263,5 +277,55 @@ func TestPoolsScaleIndependently(t *testing.T) {
 	defer srv.Close()
 	if body := get(t, srv.URL+"/metrics", 200); !strings.Contains(body, `gpuplane_planner_decisions_total{outcome="failed"} 1`) {
 		t.Error("a failed scale is not counted as failed")
+	}
+}
+
+type hungMetrics struct{}
+
+func (hungMetrics) Observe(ctx context.Context, now time.Time) planner.Observation {
+	<-ctx.Done()
+	return planner.Observation{Time: float64(now.Unix()), Stale: true, Reason: ctx.Err().Error()}
+}
+
+type hungScaler struct{}
+
+func (hungScaler) Replicas(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() }
+func (hungScaler) SetReplicas(ctx context.Context, _ int) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A hung Prometheus or API server costs one tick, not the loop: every call
+// has a deadline inside the interval.
+func TestHungUpstreamsEndInsideTheInterval(t *testing.T) {
+	p, err := planner.New(planner.Config{TTFTms: 500, ITLms: 30, Interval: 0.5}, plannertest.Capacity{PrefillRPS: 4, DecodeRPS: 10, TTFTBase: 125, ITLBase: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*plannerlive.Runner{
+		"metrics": {Planner: p, Metrics: hungMetrics{}, Prefill: &plannerlivetest.Scaler{N: 1}, Decode: &plannerlivetest.Scaler{N: 1}, Log: logr.Discard()},
+		"scale":   {Planner: p, Metrics: &plannerlivetest.Metrics{}, Prefill: hungScaler{}, Decode: hungScaler{}, Log: logr.Discard()},
+	} {
+		done := make(chan struct{})
+		go func() {
+			_, _ = r.Tick(context.Background(), time.Unix(1000, 0))
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a hung %s call blocked the tick", name)
+		}
+	}
+}
+
+func TestBusyPortFailsAtStart(t *testing.T) {
+	l, err := plannerlive.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := plannerlive.Listen(l.Addr().String()); err == nil || !strings.Contains(err.Error(), "listen:") {
+		t.Errorf("a busy port: got %v, want an error naming the listen field", err)
 	}
 }

@@ -71,6 +71,11 @@ func (p *PromSource) Observe(ctx context.Context, now time.Time) planner.Observa
 			o.Stale, o.Reason = true, err.Error()
 			return o
 		}
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > 1e12 {
+			// Never round NaN or 1e30 into a request count: hold instead.
+			o.Stale, o.Reason = true, fmt.Sprintf("prometheus query %s: implausible value %g", name, x)
+			return o
+		}
 		v[name] = x
 	}
 	o.Requests = int(v["requests"] + 0.5)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -63,6 +64,10 @@ func (r *Runner) Register(reg prometheus.Registerer) error {
 
 // Tick observes, decides and (unless DryRun) scales once.
 func (r *Runner) Tick(ctx context.Context, now time.Time) (planner.Decision, error) {
+	// Every upstream call ends inside the interval: a hung Prometheus or
+	// API server costs one tick, never the loop.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(0.8*r.Planner.Config().Interval*float64(time.Second)))
+	defer cancel()
 	o := r.Metrics.Observe(ctx, now)
 	pre, err := r.Prefill.Replicas(ctx)
 	if err != nil {
@@ -206,17 +211,28 @@ func (r *Runner) Handler(reg prometheus.Gatherer, now func() time.Time) http.Han
 	return mux
 }
 
-// Serve runs the HTTP endpoints until ctx ends.
-func Serve(ctx context.Context, addr string, h http.Handler) error {
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+// Listen binds the endpoints' address, so that a busy port fails the
+// start rather than surfacing at exit.
+func Listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w (set listen: in the config to another address)", addr, err)
+	}
+	return l, nil
+}
+
+// Serve runs the HTTP endpoints on l until ctx ends.
+func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 64 << 10}
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shut)
 	}()
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("listen %s: %w", addr, err)
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", l.Addr(), err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -167,6 +168,14 @@ func fold(o planner.Observation, prev, cur *[2]counters, seconds, ttftPct, itlPc
 		return o
 	}
 	o.Interval = seconds
+	for _, c := range []counters{p, d, pp, pd} {
+		for _, v := range []float64{c.success, c.prompt, c.generation, c.ttftSum, c.ttftCount, c.itlSum, c.itlCount, c.inFlight, c.kv} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || v > 1e15 {
+				o.Stale, o.Reason = true, fmt.Sprintf("scrape: implausible metric value %g: holding", v)
+				return o
+			}
+		}
+	}
 	reqs := p.success - pp.success
 	o.Requests = int(reqs + 0.5)
 	if reqs > 0 {
