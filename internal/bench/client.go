@@ -74,6 +74,10 @@ type chunk struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
+	// Error is an OpenAI-style error event inside a stream.
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
 // do sends one request and measures it; t0 is the run's start.
@@ -110,7 +114,7 @@ func (c *client) do(ctx context.Context, t0 time.Time, text string, isl, osl int
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var last time.Time
-	chunks := 0
+	chunks, done := 0, false
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "data: ") {
@@ -118,11 +122,16 @@ func (c *client) do(ctx context.Context, t0 time.Time, text string, isl, osl int
 		}
 		data := strings.TrimPrefix(line, "data: ")
 		if data == "[DONE]" {
+			done = true
 			break
 		}
 		var ch chunk
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
 			rec.Error = "bad stream chunk: " + err.Error()
+			return rec
+		}
+		if ch.Error != nil {
+			rec.Error = "stream error event: " + ch.Error.Message
 			return rec
 		}
 		if ch.Usage != nil {
@@ -146,6 +155,11 @@ func (c *client) do(ctx context.Context, t0 time.Time, text string, isl, osl int
 	}
 	if err := sc.Err(); err != nil {
 		rec.Error = "stream: " + err.Error()
+		return rec
+	}
+	if !done {
+		// A stream cut short (a worker died) is a failure, however many tokens came.
+		rec.Error = fmt.Sprintf("stream ended after %d chunks without [DONE]", chunks)
 		return rec
 	}
 	rec.E2E = time.Since(start).Seconds()

@@ -58,7 +58,10 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, MaxConnsPerHost: 0}}
 	}
 	c := &client{http: hc, url: o.URL, model: o.Model, chat: o.Chat}
+	// The arrival loop owns rng; prompts draw from their own source under mu,
+	// since requests are made on many goroutines.
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	promptRng := rand.New(rand.NewPCG(o.Seed^0x5bd1e995, 3))
 	var mu sync.Mutex
 	var recs []Record
 	var sent, done, failed, outTok atomic.Int64
@@ -69,7 +72,7 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 	// send makes a prompt, sends it and records the outcome.
 	send := func(isl, osl int) {
 		mu.Lock()
-		text := prompt(isl, rng)
+		text := prompt(isl, promptRng)
 		mu.Unlock()
 		rctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
 		defer cancel()
@@ -88,8 +91,15 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 		wg.Go(func() { send(isl, osl) })
 	}
 	progressDone := make(chan struct{})
+	var progressWG sync.WaitGroup
+	// stopProgress ends the progress goroutine and waits for it, so no
+	// callback runs after Run returns.
+	stopProgress := func() {
+		close(progressDone)
+		progressWG.Wait()
+	}
 	if o.Progress != nil {
-		go func() {
+		progressWG.Go(func() {
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
 			for {
@@ -102,7 +112,7 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 						InFlight: sent.Load() - done.Load(), OutputTokensPerSec: float64(outTok.Load()) / el.Seconds()})
 				}
 			}
-		}()
+		})
 	}
 	budget := func() bool { return o.Requests == 0 || sent.Load() < int64(o.Requests) }
 	switch {
@@ -129,7 +139,7 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 			if err != nil {
 				stop()
 				wg.Wait()
-				close(progressDone)
+				stopProgress()
 				return nil, nil, err
 			}
 			if !ok {
@@ -147,7 +157,7 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 		}
 	}
 	wg.Wait()
-	close(progressDone)
+	stopProgress()
 	return summarize(recs, time.Since(t0), o), recs, nil
 }
 

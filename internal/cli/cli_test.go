@@ -134,6 +134,8 @@ func TestErrorsNameTheFix(t *testing.T) {
 		{[]string{"estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "l4", "--precision", "bf16"}, "short by"},
 		{[]string{"catalog", "things"}, "gpus, devices or models"},
 		{[]string{"dev", "cluster", "down", "--dir", os.TempDir() + "/gpuplane-no-such-cluster"}, "no cluster recorded"},
+		{[]string{"frontend", "--workers", "127.0.0.1:8000"}, "--workers: \"127.0.0.1:8000\" is not a base URL"},
+		{[]string{"configure", "--ttft-percentile", "101"}, "sla.ttftPercentile"},
 		{[]string{"dev", "cluster", "up", "--no-build", "--dir", os.TempDir() + "/gpuplane-no-bins", "--bin-dir", os.TempDir() + "/gpuplane-no-bins"}, "hack/build-cluster-bins.sh"},
 	}
 	for _, tc := range cases {

@@ -126,3 +126,38 @@ spec:
 		t.Errorf("wrong kind: %v", err)
 	}
 }
+
+// A dump is not checked by an API server: a nonsense count or a second
+// copy of a claim is an error naming it, never a crash.
+func TestExplainRefusesNonsenseDumps(t *testing.T) {
+	for name, tc := range map[string]struct{ from, to, want string }{
+		"negative count": {"count: 1", "count: -2", "exactly.count: -2 must be 1 to 32"},
+		"huge count":     {"count: 1", "count: 100000", "exactly.count: 100000"},
+		"bad mode":       {"allocationMode: ExactCount", "allocationMode: Some", "allocationMode"},
+	} {
+		d := writeDump(t)
+		b, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(d, []byte(strings.ReplaceAll(string(b), tc.from, tc.to)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := run(t, "explain", "claim", "want", "--from", d); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", name, err, tc.want)
+		}
+	}
+	d := writeDump(t)
+	b, _ := os.ReadFile(d)
+	i := strings.Index(string(b), "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim")
+	if i < 0 {
+		t.Fatal("no claim in the dump")
+	}
+	twice := string(b) + string(b)[i:]
+	if err := os.WriteFile(d, []byte(twice), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "explain", "claim", "want", "--from", d); err == nil || !strings.Contains(err.Error(), "appears twice") {
+		t.Errorf("duplicate claim: got %v", err)
+	}
+}

@@ -44,9 +44,16 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
 			var err error
 			switch {
 			case len(aggURLs) > 0:
-				f.Agg = workers.Static(aggURLs)
+				if f.Agg, err = workers.ParseStatic("--workers", aggURLs); err != nil {
+					return err
+				}
 			case len(prefill) > 0 && len(decode) > 0:
-				f.Prefill, f.Decode = workers.Static(prefill), workers.Static(decode)
+				if f.Prefill, err = workers.ParseStatic("--prefill-workers", prefill); err != nil {
+					return err
+				}
+				if f.Decode, err = workers.ParseStatic("--decode-workers", decode); err != nil {
+					return err
+				}
 			case sel != "":
 				if f.Agg, err = pods(sel); err != nil {
 					return err

@@ -174,6 +174,8 @@ func TestOpenAIAPI(t *testing.T) {
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":0}`, 400, "max_tokens must be at least 1"},
 		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[]}`, 400, "messages: required"},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":["a","b"]}`, 400, "2 prompts"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":9223372036854775807}`, 400, "maximum context length"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x"} {"more":1}`, 400, "more than one JSON value"},
 	} {
 		resp, body := post(t, ts.URL+tc.path, tc.body)
 		if resp.StatusCode != tc.code || !strings.Contains(body, tc.want) || !strings.Contains(body, `"error"`) {
@@ -181,6 +183,9 @@ func TestOpenAIAPI(t *testing.T) {
 		}
 	}
 
+	if resp, err := http.Post(ts.URL+"/v1/completions", "text/plain", strings.NewReader(`{"model":"qwen3-8b","prompt":"x"}`)); err != nil || resp.StatusCode != 415 {
+		t.Errorf("a text/plain body: %v %v, want 415", resp.StatusCode, err)
+	}
 	r, _ := http.Get(ts.URL + "/v1/models")
 	b, _ := io.ReadAll(r.Body)
 	if !strings.Contains(string(b), `"id":"qwen3-8b"`) || !strings.Contains(string(b), `"max_model_len":8192`) {

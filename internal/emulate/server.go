@@ -123,9 +123,17 @@ func chatText(msgs []message) (string, error) {
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	var req completionRequest
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		apiError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "", "Content-Type "+ct+" is not application/json")
+		return
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
 	if err := dec.Decode(&req); err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "invalid JSON body: "+err.Error())
+		return
+	}
+	if dec.More() {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "invalid JSON body: more than one JSON value")
 		return
 	}
 	if req.Model != s.Model {
@@ -158,7 +166,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	isl := Tokens(text)
-	if isl+maxTokens > s.MaxModelLen {
+	if maxTokens > s.MaxModelLen || isl > s.MaxModelLen || isl+maxTokens > s.MaxModelLen { // each alone first: the sum may overflow
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens", fmt.Sprintf(
 			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 			s.MaxModelLen, isl+maxTokens, isl, maxTokens))

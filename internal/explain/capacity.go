@@ -38,6 +38,9 @@ type NodeCount struct {
 func Capacity(ctx context.Context, s *Snapshot, name string, spec resourceapi.ResourceClaimSpec, nodeSelector map[string]string, limit int, whatIf map[string]bool) (*CapacityReport, error) {
 	rep := &CapacityReport{Template: name}
 	spec = withDefaults(spec)
+	if err := validateClaim(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "template", Name: name}, Spec: spec}); err != nil {
+		return nil, err
+	}
 	snap := *s
 	snap.Claims = append([]*resourceapi.ResourceClaim(nil), s.Claims...)
 	st := newState(&snap, nil)

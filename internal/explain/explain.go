@@ -93,6 +93,9 @@ func explain(ctx context.Context, s *Snapshot, subject string, claims []*resourc
 	for i, c := range claims {
 		c = c.DeepCopy()
 		c.Spec = withDefaults(c.Spec)
+		if err := validateClaim(c); err != nil {
+			return nil, err
+		}
 		claims[i] = c
 	}
 	skip := map[types.UID]bool{}

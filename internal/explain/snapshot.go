@@ -134,6 +134,11 @@ func (s *Snapshot) add(raw []byte, where string) error {
 	case *resourceapi.DeviceClass:
 		s.Classes = append(s.Classes, o)
 	case *resourceapi.ResourceClaim:
+		for _, c := range s.Claims {
+			if c.Namespace == o.Namespace && c.Name == o.Name {
+				return fmt.Errorf("dump %s: claim %s/%s appears twice; keep one copy", where, o.Namespace, o.Name)
+			}
+		}
 		s.Claims = append(s.Claims, o)
 	case *resourceapi.DeviceTaintRule:
 		s.TaintRules = append(s.TaintRules, o)

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,19 +119,24 @@ func (f *Frontend) refresh(ctx context.Context) {
 	}
 }
 
-// pick returns the least-busy worker of a pool.
-func (f *Frontend) pick(pool string) (string, *atomic.Int64, error) {
+// pick returns the least-busy worker of a pool, other than those tried.
+func (f *Frontend) pick(pool string, tried ...string) (string, *atomic.Int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ws := f.pools[pool]
-	if len(ws) == 0 {
-		return "", nil, fmt.Errorf("no %s workers available", pool)
-	}
-	best := ws[0]
-	for _, w := range ws[1:] {
-		if f.inflight[w].Load() < f.inflight[best].Load() {
+	best := ""
+	for _, w := range f.pools[pool] {
+		if slices.Contains(tried, w) {
+			continue
+		}
+		if best == "" || f.inflight[w].Load() < f.inflight[best].Load() {
 			best = w
 		}
+	}
+	if best == "" {
+		if len(f.pools[pool]) > 0 {
+			return "", nil, fmt.Errorf("no other %s worker to retry on", pool)
+		}
+		return "", nil, fmt.Errorf("no %s workers available", pool)
 	}
 	return best, f.inflight[best], nil
 }
@@ -277,7 +283,20 @@ func (f *Frontend) route(w http.ResponseWriter, r *http.Request) {
 		if rerr != nil {
 			// A client that hung up after [DONE] cancels the worker's stream
 			// too: that request was still served whole.
-			if !errors.Is(rerr, io.EOF) && !bytes.Contains(tail.Bytes(), []byte("data: [DONE]")) {
+			if bytes.Contains(tail.Bytes(), []byte("data: [DONE]")) {
+				break
+			}
+			stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+			if !errors.Is(rerr, io.EOF) || stream {
+				// The worker died mid-stream: say so in the stream instead of
+				// ending it as if it were complete, and count it failed.
+				if stream && r.Context().Err() == nil {
+					msg, _ := json.Marshal(fmt.Sprintf("worker %s ended the stream early: %v", worker, rerr))
+					fmt.Fprintf(w, "data: {\"error\":{\"message\":%s,\"type\":\"server_error\",\"code\":502}}\n\n", msg)
+					if flusher != nil {
+						flusher.Flush()
+					}
+				}
 				f.count("error")
 				return
 			}
@@ -331,28 +350,38 @@ func (f *Frontend) prefill(ctx context.Context, path string, body []byte) (int, 
 // dropped until the next refresh. release ends the worker's in-flight count.
 func (f *Frontend) post(ctx context.Context, pool, path string, body []byte) (*http.Response, string, func(), error) {
 	var lastErr error
+	var tried []string
 	for range 3 {
-		worker, busy, err := f.pick(pool)
+		worker, busy, err := f.pick(pool, tried...)
 		if err != nil {
 			if lastErr != nil {
 				return nil, "", nil, fmt.Errorf("%v (after: %v)", err, lastErr)
 			}
 			return nil, "", nil, err
 		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, worker+path, bytes.NewReader(body))
+		if err != nil {
+			return nil, worker, nil, fmt.Errorf("worker %s: %w", worker, err)
+		}
 		busy.Add(1)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, worker+path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := f.client().Do(req)
 		if err == nil {
 			return resp, worker, func() { busy.Add(-1) }, nil
 		}
 		busy.Add(-1)
-		var op *net.OpError
-		if !errors.As(err, &op) || op.Op != "dial" {
-			return nil, worker, nil, err
+		if ctx.Err() != nil {
+			return nil, worker, nil, err // the client went away: nothing to retry for
 		}
-		f.drop(pool, worker)
+		// Nothing came back (refused, reset, closed before the headers):
+		// the next worker gets the request. A refused dial also drops the
+		// worker until the next refresh.
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			f.drop(pool, worker)
+		}
 		lastErr = fmt.Errorf("worker %s: %v", worker, err)
+		tried = append(tried, worker)
 	}
 	return nil, "", nil, lastErr
 }

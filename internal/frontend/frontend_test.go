@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"github.com/gpuplane/gpuplane/internal/workers"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/bench"
 	"github.com/gpuplane/gpuplane/internal/emulate/emulatetest"
+	"github.com/gpuplane/gpuplane/internal/workers"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 
@@ -57,11 +57,18 @@ func TestDisaggregatedRouting(t *testing.T) {
 	if s.Failed != 0 || s.Requests != 20 {
 		t.Fatalf("through the frontend: %+v", s)
 	}
-	// Every request was prefilled once (one token) and decoded on one of the two decoders.
+	// Every request was prefilled once (one token) and decoded on one of the
+	// two decoders. A worker counts a request just after its last byte: wait.
+	d := 0.0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		d = counter(t, dreg1, "vllm:request_success_total") + counter(t, dreg2, "vllm:request_success_total")
+		if d == 20 && counter(t, preg, "vllm:request_success_total") == 20 {
+			break
+		}
+	}
 	if got := counter(t, preg, "vllm:request_success_total"); got != 20 {
 		t.Errorf("prefill worker served %v requests, want 20", got)
 	}
-	d := counter(t, dreg1, "vllm:request_success_total") + counter(t, dreg2, "vllm:request_success_total")
 	if d != 20 || counter(t, dreg1, "vllm:request_success_total") == 0 || counter(t, dreg2, "vllm:request_success_total") == 0 {
 		t.Errorf("decode workers served %v requests (want 20, spread over both)", d)
 	}
@@ -135,5 +142,93 @@ func TestRefusingWorkerIsSkipped(t *testing.T) {
 	}
 	if got := f.Workers()["agg"]; len(got) != 1 || got[0] != good {
 		t.Errorf("workers after a refusal: %v", got)
+	}
+}
+
+// dying is a worker that hangs up: before answering at all, or after
+// streaming chunks tokens of an answer.
+func dying(t *testing.T, chunks int) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if chunks > 0 {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			for range chunks {
+				io.WriteString(w, "data: {\"choices\":[{\"text\":\"a \"}]}\n\n")
+			}
+			w.(http.Flusher).Flush()
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func frontendOn(t *testing.T, urls ...string) (*Frontend, *httptest.Server, *prometheus.Registry) {
+	f := &Frontend{Agg: workers.Static(urls)}
+	reg := prometheus.NewRegistry()
+	if err := f.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh(context.Background())
+	ts := httptest.NewServer(f.Handler(reg))
+	t.Cleanup(ts.Close)
+	return f, ts, reg
+}
+
+// A worker that drops the connection before its first byte costs nothing:
+// the request goes to another worker.
+func TestResetBeforeFirstByteIsRetried(t *testing.T) {
+	good, _ := worker(t, "agg")
+	f, ts, _ := frontendOn(t, dying(t, 0), good)
+	f.inflight[good].Add(1) // the dying worker looks least busy: it is tried first
+	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"hello","max_tokens":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("%d %s: a reset before the first byte must be retried on the other worker", resp.StatusCode, b)
+	}
+}
+
+// A worker that dies mid-stream: the client sees an error event and no
+// [DONE], the frontend counts an error, and bench counts a failure.
+func TestStreamCutByADyingWorker(t *testing.T) {
+	_, ts, reg := frontendOn(t, dying(t, 2))
+	resp, err := http.Post(ts.URL+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"m","prompt":"hello","max_tokens":30,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"error"`) || strings.Contains(string(b), "[DONE]") {
+		t.Errorf("a cut stream must end with an error event and no [DONE]:\n%s", b)
+	}
+	s, _, err := bench.Run(context.Background(), bench.Options{URL: ts.URL, Model: "m", Rate: 5, Constant: true,
+		ISL: workload.Fixed{N: 10}, OSL: workload.Fixed{N: 30}, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Failed != s.Requests || s.Requests == 0 {
+		t.Errorf("bench counted %d of %d cut streams as failed", s.Failed, s.Requests)
+	}
+	if got := counter(t, reg, "gpuplane_frontend_requests_total"); got == 0 {
+		t.Error("the frontend counted nothing")
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if mf.GetName() == "gpuplane_frontend_requests_total" && l.GetValue() == "ok" && m.GetCounter().GetValue() > 0 {
+					t.Errorf("%v cut streams counted ok", m.GetCounter().GetValue())
+				}
+			}
+		}
 	}
 }

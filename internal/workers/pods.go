@@ -6,6 +6,7 @@ package workers
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,4 +52,16 @@ func ready(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// ParseStatic checks a list of base URLs: each needs an http or https
+// scheme and a host; flag names the option for the error.
+func ParseStatic(flag string, urls []string) (Static, error) {
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return nil, fmt.Errorf("%s: %q is not a base URL; write it with its scheme, e.g. http://127.0.0.1:8000", flag, u)
+		}
+	}
+	return Static(urls), nil
 }
