@@ -7,12 +7,11 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
-	"os"
+	"github.com/gpuplane/gpuplane/internal/strict"
 	"sort"
 	"strings"
 
 	"github.com/agnivade/levenshtein"
-	"sigs.k8s.io/yaml"
 )
 
 //go:embed data/*.yaml
@@ -64,7 +63,7 @@ func MustDefault() *Catalog {
 // LoadFile merges a user catalog file: entries with a known name replace
 // the existing ones, new names are added.
 func (c *Catalog) LoadFile(path string) error {
-	b, err := os.ReadFile(path)
+	b, err := strict.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read catalog file: %w", err)
 	}
@@ -83,7 +82,7 @@ func (c *Catalog) AddModel(m *Model) error {
 
 func (c *Catalog) add(b []byte, src string) error {
 	var f File
-	if err := yaml.UnmarshalStrict(bytes.TrimSpace(b), &f); err != nil {
+	if err := strict.Unmarshal(bytes.TrimSpace(b), &f); err != nil {
 		return fmt.Errorf("catalog %s: %w (fields are gpus, models, mig, vgpu; see docs/CATALOG.md)", src, err)
 	}
 	for _, g := range f.GPUs {

@@ -3,7 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/gpuplane/gpuplane/internal/strict"
 	"strings"
 )
 
@@ -49,7 +49,7 @@ type hfQuantization struct {
 // LoadHFConfig reads a Hugging Face config.json into a Model. name overrides
 // the model name; when empty the config's _name_or_path or the file name is used.
 func LoadHFConfig(path, name string) (*Model, error) {
-	b, err := os.ReadFile(path)
+	b, err := strict.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read model config: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/gpuplane/gpuplane/internal/strict"
 	"os"
 	"strings"
 	"sync"
@@ -130,7 +131,7 @@ func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Requ
 	changed := cmd.Flags().Changed
 	r := f.req
 	if f.file != "" {
-		data, err := os.ReadFile(f.file)
+		data, err := strict.ReadFile(f.file)
 		if err != nil {
 			return r, fmt.Errorf("-f: %w", err)
 		}
@@ -202,7 +203,7 @@ func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Requ
 	case f.poolFile != "" && hwFlags:
 		return r, fmt.Errorf("--pool: give a pool file or --gpu/--total-gpus, not both")
 	case f.poolFile != "":
-		data, err := os.ReadFile(f.poolFile)
+		data, err := strict.ReadFile(f.poolFile)
 		if err != nil {
 			return r, fmt.Errorf("--pool: %w", err)
 		}

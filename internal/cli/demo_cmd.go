@@ -3,10 +3,9 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"os"
+	"github.com/gpuplane/gpuplane/internal/strict"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/examples"
 	"github.com/gpuplane/gpuplane/internal/configure"
@@ -71,14 +70,14 @@ timeline and the comparison, and writes an HTML report.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, name := examples.PlannerBurst, "embedded examples/planner-burst.yaml"
 			if file != "" {
-				b, err := os.ReadFile(file)
+				b, err := strict.ReadFile(file)
 				if err != nil {
 					return fmt.Errorf("-f: %w", err)
 				}
 				data, name = b, file
 			}
 			var sc scenario.Scenario
-			if err := yaml.UnmarshalStrict(bytes.TrimSpace(data), &sc); err != nil {
+			if err := strict.Unmarshal(bytes.TrimSpace(data), &sc); err != nil {
 				return fmt.Errorf("scenario %s: %w", name, err)
 			}
 			env, err := g.env()

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/gpuplane/gpuplane/internal/strict"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -37,7 +38,7 @@ it only reports. Missing or stale metrics: it holds the last decision.
   gpuplane planner run --config planner.yaml --dry-run --once`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := os.ReadFile(file)
+			data, err := strict.ReadFile(file)
 			if err != nil {
 				return fmt.Errorf("--config: %w", err)
 			}

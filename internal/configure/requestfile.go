@@ -146,6 +146,9 @@ func ParseFile(data []byte) (*File, error) {
 
 // decodeStrict decodes data into v, naming an unknown field by its path.
 func decodeStrict(kind string, data []byte, v any) error {
+	if err := strict.SingleDocument(data); err != nil {
+		return fmt.Errorf("%s: %w", kind, err)
+	}
 	if err := strict.UnknownField(data, v); err != nil {
 		return fmt.Errorf("%s: %w (see docs/CONFIGURE.md for the fields gpuplane reads)", kind, err)
 	}

@@ -3,7 +3,7 @@ package perf
 import (
 	_ "embed"
 	"fmt"
-	"os"
+	"github.com/gpuplane/gpuplane/internal/strict"
 
 	"sigs.k8s.io/yaml"
 
@@ -112,7 +112,7 @@ func MustDefaultParams() *Params {
 
 // LoadParams reads a parameter file written by `gpuplane calibrate`.
 func LoadParams(path string) (*Params, error) {
-	b, err := os.ReadFile(path)
+	b, err := strict.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read params: %w", err)
 	}
@@ -122,7 +122,7 @@ func LoadParams(path string) (*Params, error) {
 // ParseParams decodes and validates a parameter file.
 func ParseParams(b []byte, src string) (*Params, error) {
 	var p Params
-	if err := yaml.UnmarshalStrict(b, &p); err != nil {
+	if err := strict.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("params %s: %w", src, err)
 	}
 	if err := p.Validate(); err != nil {

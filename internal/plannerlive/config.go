@@ -1,6 +1,7 @@
 package plannerlive
 
 import (
+	"github.com/gpuplane/gpuplane/internal/strict"
 	"k8s.io/client-go/kubernetes"
 
 	"bytes"
@@ -8,7 +9,6 @@ import (
 	"github.com/gpuplane/gpuplane/internal/workers"
 	"time"
 
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/internal/capacity"
 	"github.com/gpuplane/gpuplane/internal/estimate"
@@ -58,7 +58,7 @@ type Config struct {
 // ParseConfig reads and checks a planner run file.
 func ParseConfig(data []byte) (*Config, error) {
 	var c Config
-	if err := yaml.UnmarshalStrict(bytes.TrimSpace(data), &c); err != nil {
+	if err := strict.Unmarshal(bytes.TrimSpace(data), &c); err != nil {
 		return nil, fmt.Errorf("planner config: %w (fields: planner, engine, metrics, targets, dryRun, listen)", err)
 	}
 	m := c.Metrics

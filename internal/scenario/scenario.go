@@ -5,12 +5,10 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/gpuplane/gpuplane/internal/strict"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/internal/capacity"
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -136,12 +134,12 @@ func (o SLO) validate() error {
 
 // Load reads and strictly decodes a scenario file.
 func Load(path string) (*Scenario, error) {
-	b, err := os.ReadFile(path)
+	b, err := strict.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}
 	var s Scenario
-	if err := yaml.UnmarshalStrict(b, &s); err != nil {
+	if err := strict.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
 	if s.Workload.Trace != nil && s.Workload.Trace.File != "" && !filepath.IsAbs(s.Workload.Trace.File) {
@@ -206,6 +204,9 @@ func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest 
 		return nil, nil, fmt.Errorf("durationSeconds: must be > 0")
 	}
 	if err := s.SLO.validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkLimits(); err != nil {
 		return nil, nil, err
 	}
 	m, err := cat.Model(s.Model)

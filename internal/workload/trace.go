@@ -54,7 +54,7 @@ func NewReplay(r io.Reader, format string, opt ReplayOptions) (*Replay, error) {
 	p := &Replay{format: format, opt: opt}
 	switch format {
 	case FormatAzure:
-		p.csv = csv.NewReader(r)
+		p.csv = csv.NewReader(&lineLimit{r: r, max: maxTraceLine})
 		p.csv.ReuseRecord = true
 		head, err := p.csv.Read()
 		if err != nil {
@@ -66,7 +66,7 @@ func NewReplay(r io.Reader, format string, opt ReplayOptions) (*Replay, error) {
 		}
 	case FormatMooncake, FormatGpuplane:
 		p.lines = bufio.NewScanner(r)
-		p.lines.Buffer(make([]byte, 64*1024), 16*1024*1024)
+		p.lines.Buffer(make([]byte, 64*1024), maxTraceLine)
 	default:
 		return nil, fmt.Errorf("trace format %q: use azure, mooncake or gpuplane", format)
 	}
@@ -164,4 +164,30 @@ func (p *Replay) row() (t float64, isl, osl int, ok bool, err error) {
 		return 0, 0, 0, false, fmt.Errorf("%s trace line %d: %w", p.format, p.line+1, err)
 	}
 	return 0, 0, 0, false, nil
+}
+
+// maxTraceLine bounds one line of a trace: a file without line breaks must
+// fail, not be read into memory whole.
+const maxTraceLine = 1 << 20
+
+// lineLimit fails a read once a line grows past max bytes.
+type lineLimit struct {
+	r    io.Reader
+	max  int
+	cur  int
+	line int
+}
+
+func (l *lineLimit) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	for _, b := range p[:n] {
+		if b == '\n' {
+			l.cur, l.line = 0, l.line+1
+			continue
+		}
+		if l.cur++; l.cur > l.max {
+			return 0, fmt.Errorf("line %d is longer than %d bytes: not a trace", l.line+1, l.max)
+		}
+	}
+	return n, err
 }

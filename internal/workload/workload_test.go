@@ -189,3 +189,19 @@ func TestReplayFormatsAndErrors(t *testing.T) {
 		t.Errorf("mooncake milliseconds: second arrival at %g s, want 1.5", rs[1].At)
 	}
 }
+
+// A trace without line breaks fails on its first long line instead of
+// being read whole.
+func TestTraceLineLimit(t *testing.T) {
+	long := "TIMESTAMP,ContextTokens,GeneratedTokens\n" + strings.Repeat("9", 2<<20)
+	r, err := NewReplay(strings.NewReader(long), FormatAzure, ReplayOptions{})
+	if err == nil {
+		_, _, err = r.Next()
+	}
+	if err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("got %v, want a line-length error", err)
+	}
+	if _, err := NewReplay(strings.NewReader(strings.Repeat("x", 2<<20)), FormatAzure, ReplayOptions{}); err == nil {
+		t.Error("a header line of 2 MiB was accepted")
+	}
+}

@@ -8,7 +8,6 @@ package fleet
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -70,7 +69,7 @@ type Node struct {
 
 // Load reads and checks a fleet file.
 func Load(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := strict.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read fleet: %w", err)
 	}

@@ -1,0 +1,172 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpuplane/gpuplane/internal/workload"
+)
+
+// Bounds on one run, so that no number in a file can make it run for days
+// or exhaust memory: the work is estimated before it is done.
+const (
+	MaxDurationSeconds = 30 * 24 * 3600 // a month of simulated time
+	MaxRequests        = 20_000_000     // expected arrivals of a run
+	MaxSeriesPoints    = 1_000_000      // per-interval points kept
+	MaxReplicas        = 10_000         // workers a pool starts with
+	MaxUsers           = 1_000_000      // concurrent users
+	MaxTokens          = 10_000_000     // tokens of one request
+	minIntervalSeconds = 0.1
+)
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// checkLimits names the first field that is nonsense or would make the run
+// unbounded, with its value and the range allowed.
+func (s *Scenario) checkLimits() error {
+	d := s.DurationSeconds
+	switch {
+	case !finite(d) || d <= 0 || d > MaxDurationSeconds:
+		return fmt.Errorf("durationSeconds: %g must be in (0, %d] (a month)", d, MaxDurationSeconds)
+	case !finite(s.IntervalSeconds) || s.IntervalSeconds < 0 || s.IntervalSeconds > 0 && s.IntervalSeconds < minIntervalSeconds:
+		return fmt.Errorf("intervalSeconds: %g must be 0 (the default, 10 s) or at least %g", s.IntervalSeconds, minIntervalSeconds)
+	case s.IntervalSeconds > 0 && d/s.IntervalSeconds > MaxSeriesPoints:
+		return fmt.Errorf("intervalSeconds: %g over durationSeconds %g makes %.3g series points, at most %d; widen the interval", s.IntervalSeconds, d, d/s.IntervalSeconds, MaxSeriesPoints)
+	case !finite(s.Deployment.StartupDelaySeconds) || s.Deployment.StartupDelaySeconds < 0:
+		return fmt.Errorf("deployment.startupDelaySeconds: %g must be >= 0", s.Deployment.StartupDelaySeconds)
+	}
+	if d/10 > MaxSeriesPoints && s.IntervalSeconds == 0 {
+		return fmt.Errorf("durationSeconds: %g at the default 10 s interval makes too many series points; set intervalSeconds", d)
+	}
+	for name, p := range map[string]*Pool{"agg": s.Deployment.Agg, "prefill": s.Deployment.Prefill, "decode": s.Deployment.Decode} {
+		if p != nil && (p.Replicas < 0 || p.Replicas > MaxReplicas) {
+			return fmt.Errorf("deployment.%s.replicas: %d must be 0 to %d", name, p.Replicas, MaxReplicas)
+		}
+	}
+	w := s.Workload
+	for _, ds := range []struct {
+		field string
+		d     *DistSpec
+	}{{"workload.isl", w.ISL}, {"workload.osl", w.OSL}} {
+		if err := ds.d.check(ds.field); err != nil {
+			return err
+		}
+	}
+	if w.Rate != nil {
+		peak, err := w.Rate.peak()
+		if err != nil {
+			return err
+		}
+		if n := peak * d; n > MaxRequests {
+			return fmt.Errorf("workload.rate: up to %.3g req/s over %g s is about %.3g requests, at most %d a run; lower the rate or durationSeconds", peak, d, n, MaxRequests)
+		}
+	}
+	if u := w.Users; u != nil && (u.N > MaxUsers || u.ThinkMs < 0 || !finite(u.RampSeconds) || u.RampSeconds < 0) {
+		return fmt.Errorf("workload.users: count %d must be 1 to %d, thinkMs %d and rampSeconds %g >= 0", u.N, MaxUsers, u.ThinkMs, u.RampSeconds)
+	}
+	if b := w.Burst; b != nil {
+		switch {
+		case b.N > MaxUsers:
+			return fmt.Errorf("workload.burst.count: %d must be at most %d", b.N, MaxUsers)
+		case !finite(b.StartSeconds) || !finite(b.DurationSeconds) || !finite(b.RampSeconds):
+			return fmt.Errorf("workload.burst: startSeconds, durationSeconds and rampSeconds must be finite")
+		}
+		for _, ds := range []struct {
+			field string
+			d     *DistSpec
+		}{{"workload.burst.isl", b.ISL}, {"workload.burst.osl", b.OSL}, {"workload.burst.thinkMs", b.ThinkMs}} {
+			if err := ds.d.check(ds.field); err != nil {
+				return err
+			}
+		}
+	}
+	if t := w.Trace; t != nil {
+		switch {
+		case !finite(t.Speedup) || t.Speedup < 0 || t.Speedup > 1e6:
+			return fmt.Errorf("workload.trace.speedup: %g must be in (0, 1e6] (0: 1)", t.Speedup)
+		case !finite(t.From) || !finite(t.To) || t.From < 0 || t.To < 0 || t.To > 0 && t.To < t.From:
+			return fmt.Errorf("workload.trace: fromSeconds %g and toSeconds %g must be >= 0 with from <= to", t.From, t.To)
+		}
+	}
+	return nil
+}
+
+// check refuses sizes that are nonsense or collapse: a log-normal median
+// below one token makes every request one token long.
+func (ds *DistSpec) check(field string) error {
+	if ds == nil {
+		return nil
+	}
+	minmax := func(name string, lo, hi int) error {
+		switch {
+		case lo < 0 || hi < 0:
+			return fmt.Errorf("%s.%s: min %d and max %d must be >= 0 (0: unbounded)", field, name, lo, hi)
+		case hi > 0 && lo > hi:
+			return fmt.Errorf("%s.%s: min %d is above max %d", field, name, lo, hi)
+		case hi > MaxTokens:
+			return fmt.Errorf("%s.%s.max: %d must be at most %d", field, name, hi, MaxTokens)
+		}
+		return nil
+	}
+	switch {
+	case ds.Fixed != nil && (*ds.Fixed < 0 || *ds.Fixed > MaxTokens):
+		return fmt.Errorf("%s.fixed: %d must be 1 to %d", field, *ds.Fixed, MaxTokens)
+	case ds.Normal != nil:
+		n := ds.Normal
+		if !finite(n.Mean) || !finite(n.Std) || n.Mean < 1 || n.Mean > MaxTokens || n.Std < 0 {
+			return fmt.Errorf("%s.normal: mean %g must be 1 to %d and std %g >= 0", field, n.Mean, MaxTokens, n.Std)
+		}
+		return minmax("normal", n.Min, n.Max)
+	case ds.LogNormal != nil:
+		l := ds.LogNormal
+		if !finite(l.Median) || !finite(l.Sigma) || l.Median < 1 || l.Median > MaxTokens || l.Sigma < 0 || l.Sigma > 5 {
+			return fmt.Errorf("%s.lognormal: median %g must be 1 to %d (below 1 every size collapses to 1) and sigma %g in [0, 5]", field, l.Median, MaxTokens, l.Sigma)
+		}
+		return minmax("lognormal", l.Min, l.Max)
+	}
+	return nil
+}
+
+// peak is the rate profile's highest rate, after checking its fields.
+func (r *RateSpec) peak() (float64, error) {
+	bad := func(name string, vs ...float64) error {
+		for _, v := range vs {
+			if !finite(v) || v < 0 {
+				return fmt.Errorf("workload.rate.%s: %v must be finite and >= 0", name, vs)
+			}
+		}
+		return nil
+	}
+	switch {
+	case r.Constant != nil:
+		return *r.Constant, bad("constant", *r.Constant)
+	case r.Step != nil:
+		st := r.Step
+		if err := bad("step", st.Base, st.Peak, st.Start, st.End); err != nil {
+			return 0, err
+		}
+		if st.End < st.Start {
+			return 0, fmt.Errorf("workload.rate.step: end %g is before start %g", st.End, st.Start)
+		}
+		return math.Max(st.Base, st.Peak), nil
+	case r.Ramp != nil:
+		rp := r.Ramp
+		if err := bad("ramp", rp.From, rp.To, rp.Start, rp.End); err != nil {
+			return 0, err
+		}
+		if rp.End < rp.Start {
+			return 0, fmt.Errorf("workload.rate.ramp: end %g is before start %g", rp.End, rp.Start)
+		}
+		return math.Max(rp.From, rp.To), nil
+	case r.Diurnal != nil:
+		dn := r.Diurnal
+		if err := bad("diurnal", dn.Mean, dn.Period); err != nil {
+			return 0, err
+		}
+		if !finite(dn.Amplitude) || dn.Amplitude < 0 || dn.Amplitude > 1 || dn.Period <= 0 || !finite(dn.Phase) {
+			return 0, fmt.Errorf("workload.rate.diurnal: amplitude %g must be in [0, 1] and period %g > 0", dn.Amplitude, dn.Period)
+		}
+		return workload.Diurnal(*dn).Max(0), nil
+	}
+	return 0, nil
+}
