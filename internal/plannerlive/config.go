@@ -9,7 +9,6 @@ import (
 	"github.com/gpuplane/gpuplane/internal/workers"
 	"time"
 
-
 	"github.com/gpuplane/gpuplane/internal/capacity"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
