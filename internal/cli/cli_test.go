@@ -205,3 +205,26 @@ func TestSimulateScenarioErrors(t *testing.T) {
 		}
 	}
 }
+
+// Every line of a batch is checked: nonsense gets an error naming the
+// field, and the other lines still run.
+func TestBatchRefusesNonsenseLines(t *testing.T) {
+	lines := []string{`{"model":"Qwen/Qwen3-8B","concurrency":100000000}`, `null`, `{"workers":-1}`, `{"isl":4000} trailing`,
+		`{"gpu_memory_utilization":1.5}`, `{"osl":0}`, `{"model":"Qwen/Qwen3-8B","concurrency":4}`}
+	f := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "estimate", "-f", f, "-o", "jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	want := []string{"concurrency: 100000000 must be 1 to 100000", "is not a JSON object", "workers: -1", "text after the query",
+		"gpu_memory_utilization: 1.5", "osl: 0", `"fits":true`}
+	for i, w := range want {
+		if i >= len(got) || !strings.Contains(got[i], w) {
+			t.Errorf("line %d: want %q in the result", i+1, w)
+		}
+	}
+}

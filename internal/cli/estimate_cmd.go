@@ -244,10 +244,16 @@ func answerLine(env estimate.Env, base estimate.Query, line []byte, n int) lineR
 		return lineResult{err: fmt.Errorf("line %d: empty line; want a JSON object", n)}
 	}
 	q := base
+	if t := bytes.TrimSpace(line); t[0] != '{' {
+		return lineResult{err: fmt.Errorf("line %d: %.20q is not a JSON object; want one query object a line", n, t)}
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&q); err != nil {
 		return lineResult{err: fmt.Errorf("line %d: %w (keys are estimate's flag names with _ for -)", n, err)}
+	}
+	if dec.More() {
+		return lineResult{err: fmt.Errorf("line %d: text after the query object; one object a line", n)}
 	}
 	out, err := estimate.Run(env, q, serving.Options{})
 	if err != nil {

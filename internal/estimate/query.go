@@ -123,6 +123,9 @@ func baseConfig(env Env, q Query) (perf.Config, error) {
 // Run answers one query. When the model does not fit, the returned Output
 // has Fits=false and the error is a *perf.FitError with a suggestion.
 func Run(env Env, q Query, opt serving.Options) (*Output, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
 	base, err := baseConfig(env, q)
 	if err != nil {
 		return nil, err
