@@ -8,10 +8,10 @@ import (
 // Bounds of one query: past them a query is a mistake, or work no
 // estimate should take on (a run simulates concurrency x rounds requests).
 const (
-	MaxUsers = 100_000
-	MaxTokens      = 10_000_000
-	maxParallel    = 1024
-	maxRounds      = 1000
+	MaxUsers    = 100_000
+	MaxTokens   = 10_000_000
+	maxParallel = 1024
+	maxRounds   = 1000
 )
 
 // Validate names the first field out of range, with the range.
