@@ -39,6 +39,14 @@ func ParsePick(s string) (Pick, error) {
 	return "", fmt.Errorf("pick: %q is not throughput, load-match or autoscale", s)
 }
 
+// Bounds of a search: past them a request is a mistake.
+const (
+	MaxRequestRate = 1_000_000  // req/s
+	MaxConcurrency = 10_000_000 // users
+	MaxPoolDevices = 1_000_000  // devices of one kind
+	maxTokens      = 10_000_000
+)
+
 // SLA is the latency target in milliseconds; zero means no limit. A
 // percentile (e.g. 90 or 99) judges that percentile of the requests' TTFT
 // or ITL; zero judges the mean.
@@ -116,14 +124,16 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("sla: give at least one of ttft, itl or e2e (ms)")
 	case len(r.Pool) == 0:
 		return fmt.Errorf("pool: no devices; give --gpu and --total-gpus, or a pool file")
-	case r.RequestRate < 0 || math.IsNaN(r.RequestRate) || math.IsInf(r.RequestRate, 0):
-		return fmt.Errorf("requestRate: %g must be a finite number >= 0", r.RequestRate)
-	case r.Concurrency < 0:
-		return fmt.Errorf("concurrency: %d must be >= 0", r.Concurrency)
+	case !(r.RequestRate >= 0 && r.RequestRate <= MaxRequestRate):
+		return fmt.Errorf("requestRate: %g must be 0 to %g req/s", r.RequestRate, float64(MaxRequestRate))
+	case r.Concurrency < 0 || r.Concurrency > MaxConcurrency:
+		return fmt.Errorf("concurrency: %d must be 0 to %d users", r.Concurrency, MaxConcurrency)
+	case r.ISL > maxTokens || r.OSL > maxTokens:
+		return fmt.Errorf("isl %d and osl %d: at most %d tokens", r.ISL, r.OSL, maxTokens)
 	case r.RequestRate > 0 && r.Concurrency > 0:
 		return fmt.Errorf("requestRate and concurrency: give one load, not both")
-	case r.MaxGPUs < 0 || r.MaxCostPerHour < 0:
-		return fmt.Errorf("budget: maxGpus and maxCostPerHour must be >= 0")
+	case !(r.MaxGPUs >= 0) || !(r.MaxCostPerHour >= 0) || math.IsInf(r.MaxGPUs+r.MaxCostPerHour, 0):
+		return fmt.Errorf("budget: maxGpus %g and maxCostPerHour %g must be finite and >= 0", r.MaxGPUs, r.MaxCostPerHour)
 	case r.Top < 0:
 		return fmt.Errorf("top: %d must be >= 0", r.Top)
 	}
@@ -143,10 +153,10 @@ func (r *Request) Validate() error {
 		switch {
 		case strings.TrimSpace(p.Device) == "":
 			return fmt.Errorf("pool[%d].device: required, e.g. h100_sxm, h100_sxm:1g.10gb or a10:1/2", i)
-		case p.Count < 1:
-			return fmt.Errorf("pool[%d].count: %d must be >= 1", i, p.Count)
-		case p.PricePerHour < 0:
-			return fmt.Errorf("pool[%d].pricePerHour: %g must be >= 0", i, p.PricePerHour)
+		case p.Count < 1 || p.Count > MaxPoolDevices:
+			return fmt.Errorf("pool[%d].count: %d must be 1 to %d", i, p.Count, MaxPoolDevices)
+		case !(p.PricePerHour >= 0) || math.IsInf(p.PricePerHour, 0):
+			return fmt.Errorf("pool[%d].pricePerHour: %g must be finite and >= 0", i, p.PricePerHour)
 		case p.GPUsPerNode < 0:
 			return fmt.Errorf("pool[%d].gpusPerNode: %d must be >= 0", i, p.GPUsPerNode)
 		}

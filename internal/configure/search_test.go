@@ -301,3 +301,18 @@ func TestUnreachableNeverInfinite(t *testing.T) {
 		t.Errorf("unreachable: %+v", res.Unreachable)
 	}
 }
+
+func TestSearchRefusesUnboundedLoads(t *testing.T) {
+	for name, edit := range map[string]func(r *Request){
+		"requestRate": func(r *Request) { r.Pick, r.RequestRate = LoadMatch, 1e12 },
+		"concurrency": func(r *Request) { r.Pick, r.Concurrency = LoadMatch, 1 << 40 },
+		"count":       func(r *Request) { r.Pool[0].Count = 1e9 },
+		"budget":      func(r *Request) { r.MaxGPUs = math.NaN() },
+	} {
+		r := reference()
+		edit(&r)
+		if _, err := Search(testEnv(), r, Options{}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+}

@@ -165,13 +165,13 @@ func (p *Params) Validate() error {
 			return fmt.Errorf("families.%s.gemm.bf16: must be in (0, 1]", fam)
 		}
 		for k, v := range f.GEMM {
-			if v <= 0 || v > 1 {
+			if !(v > 0 && v <= 1) {
 				return fmt.Errorf("families.%s.gemm.%s: %g must be in (0, 1]", fam, k, v)
 			}
 		}
 		for name, v := range map[string]float64{"gemmBandwidth": f.GEMMBandwidth, "attentionCompute": f.AttentionCompute,
 			"attentionBandwidth": f.AttentionBandwidth, "elementwiseBandwidth": f.ElementwiseBandwidth} {
-			if v <= 0 || v > 1 {
+			if !(v > 0 && v <= 1) {
 				return fmt.Errorf("families.%s.%s: %g must be in (0, 1]", fam, name, v)
 			}
 		}
@@ -181,13 +181,25 @@ func (p *Params) Validate() error {
 		if !ok || bp == nil {
 			return fmt.Errorf("backends.%s: missing", b)
 		}
-		if bp.StepOverheadMs < 0 || bp.PrefillOverheadMs < 0 || bp.PerSeqOverheadUs < 0 || bp.AllReduceLatencyUs < 0 || bp.FrontendOverheadMs < 0 || bp.FrontendPerTokenUs < 0 {
-			return fmt.Errorf("backends.%s: overheads must be >= 0", b)
+		for _, f := range []struct {
+			name string
+			v    float64
+			max  float64
+		}{{"stepOverheadMs", bp.StepOverheadMs, 1000}, {"prefillOverheadMs", bp.PrefillOverheadMs, 1000},
+			{"frontendOverheadMs", bp.FrontendOverheadMs, 10000}, {"frontendPerTokenUs", bp.FrontendPerTokenUs, 1000},
+			{"perSeqOverheadUs", bp.PerSeqOverheadUs, 100000}, {"allReduceLatencyUs", bp.AllReduceLatencyUs, 100000},
+			{"reserveGiB", bp.ReserveGiB, 1024}, {"reserveFloorGiB", bp.ReserveFloorGiB, 1024}, {"reserveFullDeviceGiB", bp.ReserveFullDeviceGiB, 1e6},
+			{"smallDeviceGiB", bp.SmallDeviceGiB, 1e6}} {
+			// An overhead past these bounds (a second per iteration) is a typo, not a measurement.
+			if !(f.v >= 0 && f.v <= f.max) {
+				return fmt.Errorf("backends.%s.%s: %g must be in [0, %g]", b, f.name, f.v, f.max)
+			}
 		}
-		if bp.MaxBatchedTokens <= 0 || bp.MaxSeqs <= 0 {
-			return fmt.Errorf("backends.%s: maxBatchedTokens and maxSeqs must be > 0", b)
+		if bp.MaxBatchedTokens <= 0 || bp.MaxSeqs <= 0 || bp.MaxBatchedTokens > 10_000_000 || bp.MaxSeqs > 1_000_000 ||
+			bp.SmallDeviceMaxBatchedTokens < 0 || bp.SmallDeviceMaxSeqs < 0 || bp.SmallDeviceMaxBatchedTokens > 10_000_000 || bp.SmallDeviceMaxSeqs > 1_000_000 {
+			return fmt.Errorf("backends.%s: maxBatchedTokens (%d) and maxSeqs (%d) must be > 0, at most 10,000,000 and 1,000,000", b, bp.MaxBatchedTokens, bp.MaxSeqs)
 		}
-		if bp.MemoryUtilization <= 0 || bp.MemoryUtilization > 1 {
+		if !(bp.MemoryUtilization > 0 && bp.MemoryUtilization <= 1) {
 			return fmt.Errorf("backends.%s.memoryUtilization: must be in (0, 1]", b)
 		}
 		if bp.ReserveGiB < 0 || bp.ReserveFloorGiB < 0 || bp.ReserveFloorGiB > bp.ReserveGiB || bp.ReserveFullDeviceGiB < 0 {
@@ -196,7 +208,10 @@ func (p *Params) Validate() error {
 		}
 	}
 	c := p.Comm
-	if c.AllReduceBusEfficiency <= 0 || c.AllReduceBusEfficiency > 1.5 || c.NetworkGBps <= 0 {
+	if !(c.NetworkLatencyUs >= 0 && c.NetworkLatencyUs <= 1e6) || !(c.P2PLatencyUs >= 0 && c.P2PLatencyUs <= 1e6) {
+		return fmt.Errorf("comm: networkLatencyUs %g and p2pLatencyUs %g must be in [0, 1e6]", c.NetworkLatencyUs, c.P2PLatencyUs)
+	}
+	if !(c.AllReduceBusEfficiency > 0 && c.AllReduceBusEfficiency <= 1.5) || !(c.NetworkGBps > 0 && c.NetworkGBps <= 1e5) {
 		return fmt.Errorf("comm: allReduceBusEfficiency must be in (0, 1.5] (NVLink SHARP exceeds the per-link rate) and networkGBps > 0")
 	}
 	return nil

@@ -160,6 +160,26 @@ func TestParamsValidation(t *testing.T) {
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "hopper.gemmBandwidth") {
 		t.Errorf("out-of-range efficiency: %v", err)
 	}
+	for name, spoil := range map[string]func(p *Params){
+		"stepOverheadMs":       func(p *Params) { p.Backends[VLLM].StepOverheadMs = 1e300 },
+		"perSeqOverheadUs":     func(p *Params) { p.Backends[VLLM].PerSeqOverheadUs = math.NaN() },
+		"reserveGiB":           func(p *Params) { p.Backends[SGLang].ReserveGiB = -1 },
+		"networkGBps":          func(p *Params) { p.Comm.NetworkGBps = math.Inf(1) },
+		"memoryUtilization":    func(p *Params) { p.Backends[TRTLLM].MemoryUtilization = math.NaN() },
+		"hopper.gemm.fp8":      func(p *Params) { p.Families[catalog.Hopper].GEMM[catalog.FP8] = math.NaN() },
+		"maxBatchedTokens":     func(p *Params) { p.Backends[VLLM].MaxBatchedTokens = 1 << 40 },
+		"frontendOverheadMs":   func(p *Params) { p.Backends[VLLM].FrontendOverheadMs = -0.5 },
+		"networkLatencyUs":     func(p *Params) { p.Comm.NetworkLatencyUs = 1e12 },
+		"allReduceLatencyUs":   func(p *Params) { p.Backends[VLLM].AllReduceLatencyUs = math.Inf(1) },
+		"attentionBandwidth":   func(p *Params) { p.Families[catalog.Ampere].AttentionBandwidth = math.NaN() },
+		"reserveFullDeviceGiB": func(p *Params) { p.Backends[VLLM].ReserveFullDeviceGiB = math.NaN() },
+	} {
+		p := MustDefaultParams().Clone()
+		spoil(p)
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), name) && !strings.Contains(err.Error(), "comm") && !strings.Contains(err.Error(), "maxSeqs") {
+			t.Errorf("%s out of range: got %v", name, err)
+		}
+	}
 }
 
 func TestKVTransfer(t *testing.T) {

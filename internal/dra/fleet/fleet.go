@@ -8,7 +8,9 @@ package fleet
 import (
 	"bytes"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"strconv"
+	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/dra/inventory"
@@ -76,6 +78,10 @@ func Load(path string) (*File, error) {
 	return Parse(b)
 }
 
+// MaxNodes bounds a fleet: each node is an object on the API server and a
+// slice controller in this process.
+const MaxNodes = 10_000
+
 // Parse decodes a fleet strictly: unknown fields are errors that name them.
 func Parse(b []byte) (*File, error) {
 	var f File
@@ -89,6 +95,7 @@ func Parse(b []byte) (*File, error) {
 		return nil, fmt.Errorf("fleet: spec.nodePools is empty; add at least one pool with name, profile and count")
 	}
 	seen := map[string]bool{}
+	nodes := 0
 	for i, p := range f.Spec.NodePools {
 		path := fmt.Sprintf("spec.nodePools[%d]", i)
 		if p.Name == "" {
@@ -98,11 +105,29 @@ func Parse(b []byte) (*File, error) {
 			return nil, fmt.Errorf("fleet: %s.name: %q used twice", path, p.Name)
 		}
 		seen[p.Name] = true
-		if p.Count < 1 {
-			return nil, fmt.Errorf("fleet: %s.count: %d, want >= 1", path, p.Count)
+		// Node names are the pool's name and an index: both must make a valid Node name.
+		if errs := validation.IsDNS1123Subdomain(p.Name + "-" + strconv.Itoa(max(p.Count-1, 0))); len(errs) > 0 {
+			return nil, fmt.Errorf("fleet: %s.name: %q does not make valid node names: %s", path, p.Name, strings.Join(errs, "; "))
 		}
-		if p.GPUs < 0 {
-			return nil, fmt.Errorf("fleet: %s.gpus: %d, want >= 0 (0: the profile's count)", path, p.GPUs)
+		if p.Count < 1 || p.Count > MaxNodes {
+			return nil, fmt.Errorf("fleet: %s.count: %d, want 1 to %d", path, p.Count, MaxNodes)
+		}
+		if nodes += p.Count; nodes > MaxNodes {
+			return nil, fmt.Errorf("fleet: %s.count: the fleet reaches %d nodes, at most %d", path, nodes, MaxNodes)
+		}
+		if p.GPUs < 0 || p.GPUs > 72 {
+			return nil, fmt.Errorf("fleet: %s.gpus: %d, want 0 (the profile's count) to 72", path, p.GPUs)
+		}
+		if p.NVLinkDomainNodes < 0 {
+			return nil, fmt.Errorf("fleet: %s.nvlinkDomainNodes: %d, want >= 0", path, p.NVLinkDomainNodes)
+		}
+		for k, v := range p.Labels {
+			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+				return nil, fmt.Errorf("fleet: %s.labels: key %q: %s", path, k, strings.Join(errs, "; "))
+			}
+			if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+				return nil, fmt.Errorf("fleet: %s.labels[%s]: value %q: %s", path, k, v, strings.Join(errs, "; "))
+			}
 		}
 		if p.Profile == "" {
 			return nil, fmt.Errorf("fleet: %s.profile: required (see `gpuplane dra-driver profiles`)", path)

@@ -56,3 +56,24 @@ func TestParseErrors(t *testing.T) {
 		t.Errorf("unknown profile: %v", err)
 	}
 }
+
+func TestParseRefusesNonsense(t *testing.T) {
+	doc := func(pool string) []byte {
+		return []byte("apiVersion: gpuplane.io/v1alpha1\nkind: Fleet\nspec:\n  nodePools:\n  - " + pool + "\n")
+	}
+	for name, tc := range map[string]struct{ pool, want string }{
+		"count 1e7":       {"{name: a, profile: hgx-h100, count: 10000000}", "count"},
+		"upper-case name": {"{name: H100_Pool, profile: hgx-h100, count: 1}", "name"},
+		"bad label key":   {"{name: a, profile: hgx-h100, count: 1, labels: {'bad key!': x}}", "labels"},
+		"bad label value": {"{name: a, profile: hgx-h100, count: 1, labels: {k: 'not a value!'}}", "labels[k]"},
+		"negative gpus":   {"{name: a, profile: hgx-h100, count: 1, gpus: -3}", "gpus"},
+	} {
+		if _, err := Parse(doc(tc.pool)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error naming %s", name, err, tc.want)
+		}
+	}
+	two := append(doc("{name: a, profile: hgx-h100, count: 1}"), []byte("---\napiVersion: gpuplane.io/v1alpha1\n")...)
+	if _, err := Parse(two); err == nil || !strings.Contains(err.Error(), "YAML documents") {
+		t.Errorf("two documents: %v", err)
+	}
+}
