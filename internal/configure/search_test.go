@@ -305,7 +305,7 @@ func TestUnreachableNeverInfinite(t *testing.T) {
 func TestSearchRefusesUnboundedLoads(t *testing.T) {
 	for name, edit := range map[string]func(r *Request){
 		"requestRate": func(r *Request) { r.Pick, r.RequestRate = LoadMatch, 1e12 },
-		"concurrency": func(r *Request) { r.Pick, r.Concurrency = LoadMatch, 1 << 40 },
+		"concurrency": func(r *Request) { r.Pick, r.Concurrency = LoadMatch, 1<<40 },
 		"count":       func(r *Request) { r.Pool[0].Count = 1e9 },
 		"budget":      func(r *Request) { r.MaxGPUs = math.NaN() },
 	} {
