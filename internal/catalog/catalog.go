@@ -103,8 +103,10 @@ func (c *Catalog) add(b []byte, src string) error {
 		if !ok {
 			return fmt.Errorf("catalog %s: mig[%d]: unknown gpu %q", src, i, p.GPU)
 		}
-		if p.MemoryFraction <= 0 || p.MemoryFraction > 1 || p.SMs <= 0 || p.SMs > g.SMCount || p.MemoryGiB <= 0 {
-			return fmt.Errorf("catalog %s: mig[%d] %s %s: need 0 < memoryFraction <= 1, 0 < sms <= %d, memoryGiB > 0", src, i, p.GPU, p.Profile, g.SMCount)
+		if !(p.MemoryFraction > 0 && p.MemoryFraction <= 1) || p.SMs <= 0 || p.SMs > g.SMCount || !(p.MemoryGiB > 0 && p.MemoryGiB <= 1.05*g.MemoryGiB) ||
+			p.MaxInstances < 0 || p.MaxInstances > 7 {
+			return fmt.Errorf("catalog %s: mig[%d] %s %s: need 0 < memoryFraction <= 1, 0 < sms <= %d, 0 < memoryGiB <= %g, 0 <= maxInstances <= 7",
+				src, i, p.GPU, p.Profile, g.SMCount, 1.05*g.MemoryGiB)
 		}
 		p.GPU = g.Name
 		c.MIG[g.Name] = replaceOrAppendV(c.MIG[g.Name], p, func(x MIGProfile) string { return x.Profile })
@@ -117,7 +119,7 @@ func (c *Catalog) add(b []byte, src string) error {
 		if _, err := ParseFraction(v.Fraction); err != nil {
 			return fmt.Errorf("catalog %s: vgpu[%d]: %w", src, i, err)
 		}
-		if v.MemoryGiB <= 0 || v.MemoryGiB > g.MemoryGiB {
+		if !(v.MemoryGiB > 0 && v.MemoryGiB <= g.MemoryGiB) {
 			return fmt.Errorf("catalog %s: vgpu[%d] %s %s: memoryGiB must be in (0, %.1f]", src, i, v.GPU, v.Fraction, g.MemoryGiB)
 		}
 		v.GPU = g.Name

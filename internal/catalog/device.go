@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -76,13 +77,13 @@ func ParseFraction(s string) (float64, error) {
 	if n, d, ok := strings.Cut(s, "/"); ok {
 		num, err1 := strconv.ParseFloat(n, 64)
 		den, err2 := strconv.ParseFloat(d, 64)
-		if err1 != nil || err2 != nil || den <= 0 || num <= 0 || num > den {
+		if err1 != nil || err2 != nil || !(den > 0 && num > 0 && num <= den) || math.IsInf(den, 1) {
 			return 0, fmt.Errorf("fraction %q: want n/d with 0 < n <= d", s)
 		}
 		return num / den, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f <= 0 || f > 1 {
+	if err != nil || !(f > 0 && f <= 1) {
 		return 0, fmt.Errorf("fraction %q: want n/d or a number in (0, 1]", s)
 	}
 	return f, nil

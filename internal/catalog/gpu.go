@@ -97,6 +97,21 @@ func (g *GPU) MaxTP() int {
 }
 
 func (g *GPU) validate() error {
+	for _, f := range []struct {
+		name     string
+		v, lo, hi float64
+	}{{"smCount", float64(g.SMCount), 1, 10_000}, {"memoryGiB", g.MemoryGiB, 0.1, 16_384}, {"memoryBandwidthGBps", g.MemoryBandwidthGBps, 1, 1e6},
+		{"pcieGBpsPerDir", g.PCIeGBpsPerDir, 0.1, 1e4}, {"nvlinkGBpsPerDir", g.NVLinkGBpsPerDir, 0, 1e5}, {"nvlinkDomainSize", float64(g.NVLinkDomainSize), 0, 1024},
+		{"gpusPerNode", float64(g.GPUsPerNode), 0, 1024}, {"tdpWatts", g.TDPWatts, 0, 1e5}, {"int8Tops", g.Int8TOPS, 0, 1e6}} {
+		if !(f.v >= f.lo && f.v <= f.hi) { // NaN fails too
+			return fmt.Errorf("gpu %q: %s: %g must be in [%g, %g]", g.Name, f.name, f.v, f.lo, f.hi)
+		}
+	}
+	for p, v := range g.TFLOPS {
+		if !(v > 0 && v <= 1e6) {
+			return fmt.Errorf("gpu %q: tflops.%s: %g must be in (0, 1e6]", g.Name, p, v)
+		}
+	}
 	switch {
 	case g.Name == "":
 		return fmt.Errorf("gpu: name is empty")

@@ -145,8 +145,8 @@ func (m *Model) Validate() error {
 	}{{"layers", m.Layers}, {"hiddenSize", m.HiddenSize}, {"attentionHeads", m.AttentionHeads},
 		{"vocabSize", m.VocabSize}}
 	for _, r := range req {
-		if r.v <= 0 {
-			return fmt.Errorf("model %q: %s must be > 0", m.Name, r.name)
+		if r.v <= 0 || r.v > 10_000_000 {
+			return fmt.Errorf("model %q: %s: %d must be 1 to 10,000,000", m.Name, r.name, r.v)
 		}
 	}
 	if m.MLA == nil {
@@ -170,6 +170,22 @@ func (m *Model) Validate() error {
 		if m.MoE.FirstDenseLayers > 0 && m.IntermediateSize <= 0 {
 			return fmt.Errorf("model %q: moe.firstDenseLayers needs intermediateSize", m.Name)
 		}
+	}
+	for _, r := range []struct {
+		name string
+		v    int
+	}{{"intermediateSize", m.IntermediateSize}, {"kvHeads", m.KVHeads}, {"headDim", m.HeadDim}, {"maxPositionEmbeddings", m.MaxPositionEmbeddings},
+		{"slidingWindow", m.SlidingWindow}, {"slidingWindowLayers", m.SlidingWindowLayers}} {
+		if r.v < 0 || r.v > 100_000_000 {
+			return fmt.Errorf("model %q: %s: %d must be 0 to 100,000,000", m.Name, r.name, r.v)
+		}
+	}
+	if m.Layers > 10_000 || m.AttentionHeads > 100_000 {
+		return fmt.Errorf("model %q: layers %d (at most 10,000) and attentionHeads %d (at most 100,000)", m.Name, m.Layers, m.AttentionHeads)
+	}
+	if m.MoE != nil && (m.MoE.Experts > 100_000 || m.MoE.SharedExperts < 0 || m.MoE.FirstDenseLayers < 0 || m.MoE.FirstDenseLayers > m.Layers) {
+		return fmt.Errorf("model %q: moe: experts %d (at most 100,000), sharedExperts %d and firstDenseLayers %d (0 to layers) out of range",
+			m.Name, m.MoE.Experts, m.MoE.SharedExperts, m.MoE.FirstDenseLayers)
 	}
 	if m.SlidingWindowLayers > m.Layers {
 		return fmt.Errorf("model %q: slidingWindowLayers (%d) exceeds layers (%d)", m.Name, m.SlidingWindowLayers, m.Layers)
