@@ -98,7 +98,7 @@ func (g *GPU) MaxTP() int {
 
 func (g *GPU) validate() error {
 	for _, f := range []struct {
-		name     string
+		name      string
 		v, lo, hi float64
 	}{{"smCount", float64(g.SMCount), 1, 10_000}, {"memoryGiB", g.MemoryGiB, 0.1, 16_384}, {"memoryBandwidthGBps", g.MemoryBandwidthGBps, 1, 1e6},
 		{"pcieGBpsPerDir", g.PCIeGBpsPerDir, 0.1, 1e4}, {"nvlinkGBpsPerDir", g.NVLinkGBpsPerDir, 0, 1e5}, {"nvlinkDomainSize", float64(g.NVLinkDomainSize), 0, 1024},
