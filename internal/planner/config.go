@@ -101,12 +101,22 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("planner.ttftPercentile: %g must be 0 (the mean) or 50-99.9, e.g. 90", c.TTFTPercentile)
 	case c.ITLPercentile != 0 && (c.ITLPercentile < 50 || c.ITLPercentile > 99.9) || !(c.ITLPercentile >= 0):
 		return fmt.Errorf("planner.itlPercentile: %g must be 0 (the mean) or 50-99.9, e.g. 90", c.ITLPercentile)
-	case c.TTFTTarget <= 0 || c.TTFTTarget > 1 || c.ITLTarget <= 0 || c.ITLTarget > 1:
-		return fmt.Errorf("planner.ttftTarget/itlTarget: fractions of the SLO in (0, 1]")
-	case c.Interval <= 0:
-		return fmt.Errorf("planner.intervalSeconds: %g must be > 0", c.Interval)
-	case c.StartupDelay < 0:
-		return fmt.Errorf("planner.startupDelaySeconds: %g must be >= 0", c.StartupDelay)
+	case !(c.TTFTTarget > 0 && c.TTFTTarget <= 1) || !(c.ITLTarget > 0 && c.ITLTarget <= 1):
+		return fmt.Errorf("planner.ttftTarget %g / itlTarget %g: fractions of the SLO in (0, 1]", c.TTFTTarget, c.ITLTarget)
+	case !(c.Interval >= 0.1 && c.Interval <= 3600):
+		return fmt.Errorf("planner.intervalSeconds: %g must be 0.1 to 3600", c.Interval)
+	case !(c.StartupDelay >= 0 && c.StartupDelay <= 86400):
+		return fmt.Errorf("planner.startupDelaySeconds: %g must be 0 to 86400", c.StartupDelay)
+	case !(c.Cooldown >= 0 && c.Cooldown <= 86400) || !(c.Stabilization >= 0 && c.Stabilization <= 86400):
+		return fmt.Errorf("planner.cooldownSeconds %g and stabilizationSeconds %g must be 0 to 86400", c.Cooldown, c.Stabilization)
+	case !(c.QueueLow >= 0) || math.IsInf(c.QueueHigh, 0):
+		return fmt.Errorf("planner.queueLow %g and queueHigh %g must be finite and >= 0", c.QueueLow, c.QueueHigh)
+	case !(c.KVLow >= 0):
+		return fmt.Errorf("planner.kvLow: %g must be >= 0", c.KVLow)
+	case c.MaxPrefill > 100_000 || c.MaxDecode > 100_000 || c.Window < 0 || c.Window > 10_000:
+		return fmt.Errorf("planner: maxPrefill %d and maxDecode %d at most 100,000, window %d 0 to 10,000", c.MaxPrefill, c.MaxDecode, c.Window)
+	case math.IsInf(c.CorrectionMax, 0) || math.IsNaN(c.CorrectionMax) || math.IsNaN(c.CorrectionMin):
+		return fmt.Errorf("planner.correctionMin/Max: %g/%g must be finite", c.CorrectionMin, c.CorrectionMax)
 	case c.MinPrefill < 1 || c.MinDecode < 1:
 		return fmt.Errorf("planner.minPrefill/minDecode: must be >= 1 (a pool never scales to zero)")
 	case c.MaxPrefill < c.MinPrefill:
@@ -119,9 +129,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("planner.gpuBudget: %d cannot hold one prefill (%d GPUs) and one decode (%d GPUs) replica", c.GPUBudget, c.PrefillGPUs, c.DecodeGPUs)
 	case c.QueueLow > c.QueueHigh:
 		return fmt.Errorf("planner.queueLow: %g above queueHigh %g", c.QueueLow, c.QueueHigh)
-	case c.KVLow > c.KVHigh || c.KVHigh > 1:
-		return fmt.Errorf("planner.kvLow/kvHigh: need 0 <= kvLow <= kvHigh <= 1")
-	case c.CorrectionAlpha <= 0 || c.CorrectionAlpha > 1:
+	case c.KVLow > c.KVHigh || !(c.KVHigh <= 1):
+		return fmt.Errorf("planner.kvLow/kvHigh: %g/%g: need 0 <= kvLow <= kvHigh <= 1", c.KVLow, c.KVHigh)
+	case !(c.CorrectionAlpha > 0 && c.CorrectionAlpha <= 1):
 		return fmt.Errorf("planner.correctionAlpha: %g must be in (0, 1]", c.CorrectionAlpha)
 	case c.CorrectionMin <= 0 || c.CorrectionMax < c.CorrectionMin:
 		return fmt.Errorf("planner.correctionMin/Max: need 0 < min <= max")

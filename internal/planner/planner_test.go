@@ -211,3 +211,23 @@ func TestBadSamplesHold(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigRefusesNonsense(t *testing.T) {
+	for name, edit := range map[string]func(c *planner.Config){
+		"cooldownSeconds":      func(c *planner.Config) { c.Cooldown = -30 },
+		"stabilizationSeconds": func(c *planner.Config) { c.Stabilization = -1 },
+		"kvLow":                func(c *planner.Config) { c.KVLow = -0.2 },
+		"queueLow":             func(c *planner.Config) { c.QueueLow = -1 },
+		"intervalSeconds":      func(c *planner.Config) { c.Interval = 1e-9 },
+		"ttftTarget":           func(c *planner.Config) { c.TTFTTarget = math.NaN() },
+		"ttftMs":               func(c *planner.Config) { c.TTFTms = math.Inf(1) },
+		"maxPrefill":           func(c *planner.Config) { c.MaxPrefill = 1 << 30 },
+		"startupDelaySeconds":  func(c *planner.Config) { c.StartupDelay = 1e12 },
+	} {
+		cfg := planner.Config{TTFTms: 500, ITLms: 30}
+		edit(&cfg)
+		if _, err := planner.New(cfg, fake); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+}
