@@ -57,7 +57,7 @@ func (b buckets) quantile(q float64) float64 {
 		return 0
 	}
 	total := b[bounds[len(bounds)-1]]
-	if !(total > 0) || math.IsInf(total, 0) {
+	if !(total > 0) || math.IsInf(total, 0) || !(q >= 0 && q <= 1) {
 		return 0
 	}
 	for i := 1; i < len(bounds); i++ {
@@ -67,6 +67,9 @@ func (b buckets) quantile(q float64) float64 {
 	}
 	rank := q * total
 	lower, below := 0.0, 0.0
+	if bounds[0] < 0 || math.IsNaN(bounds[0]) {
+		return 0 // latency buckets start at zero
+	}
 	for _, ub := range bounds {
 		c := b[ub]
 		if c >= rank {
@@ -79,6 +82,9 @@ func (b buckets) quantile(q float64) float64 {
 			return lower + (ub-lower)*(rank-below)/(c-below)
 		}
 		lower, below = ub, c
+	}
+	if math.IsInf(lower, 1) {
+		return 0
 	}
 	return lower
 }

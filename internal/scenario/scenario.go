@@ -138,12 +138,21 @@ func Load(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}
-	var s Scenario
-	if err := strict.Unmarshal(b, &s); err != nil {
+	s, err := Parse(b, filepath.Dir(path))
+	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
+	return s, nil
+}
+
+// Parse decodes a scenario strictly; a relative trace file is taken from dir.
+func Parse(b []byte, dir string) (*Scenario, error) {
+	var s Scenario
+	if err := strict.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
 	if s.Workload.Trace != nil && s.Workload.Trace.File != "" && !filepath.IsAbs(s.Workload.Trace.File) {
-		s.Workload.Trace.File = filepath.Join(filepath.Dir(path), s.Workload.Trace.File)
+		s.Workload.Trace.File = filepath.Join(dir, s.Workload.Trace.File)
 	}
 	return &s, nil
 }

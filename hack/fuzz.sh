@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every Go fuzz target for a short, fixed time (default 5 s each).
+# `go test` alone replays the seed corpora in testdata/fuzz; this looks for
+# new crashes. A crash fails the run and leaves its input under the
+# package's testdata/fuzz/<target>/, where it becomes a regression seed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t="${1:-5s}"
+targets=(
+  "./internal/strict FuzzUnmarshal"
+  "./internal/catalog FuzzCatalogFile"
+  "./internal/catalog FuzzHFConfig"
+  "./internal/perf FuzzParseParams"
+  "./internal/configure FuzzParseFile"
+  "./internal/configure FuzzParsePool"
+  "./internal/scenario FuzzParse"
+  "./internal/dra/fleet FuzzParse"
+  "./internal/dra/plugin FuzzDecodeConfig"
+  "./internal/plannerlive FuzzParseConfig"
+  "./internal/plannerlive FuzzBucketsQuantile"
+  "./internal/workload FuzzReplay"
+  "./internal/explain FuzzLoad"
+  "./internal/emulate FuzzRequestBody"
+  "./internal/cli FuzzEstimateLine"
+)
+for entry in "${targets[@]}"; do
+  read -r pkg name <<<"$entry"
+  echo "fuzz $pkg $name for $t"
+  go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$t" >/dev/null
+done
+echo "fuzzed ${#targets[@]} targets, $t each: no crash"

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// FuzzEstimateLine: any line of an estimate batch gets a result or an
+// error for that line; never a panic.
+func FuzzEstimateLine(f *testing.F) {
+	for _, s := range []string{`{"model":"Qwen/Qwen3-8B","isl":500,"osl":50,"concurrency":2}`, `null`, `{"workers":-1}`,
+		`{"isl":4000} x`, `{"mode":"disagg","prefill_tp":1,"decode_tp":1,"concurrency":3}`, `[1,2]`, `{"gpu":"a10","slice":"1/0"}`} {
+		f.Add([]byte(s))
+	}
+	env := estimate.Env{Catalog: catalog.MustDefault(), Params: perf.MustDefaultParams()}
+	base := estimate.Defaults()
+	base.Concurrency, base.ISL, base.OSL = 2, 200, 20
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 4096 {
+			return
+		}
+		_ = answerLine(env, base, b, 1)
+	})
+}

@@ -1,0 +1,25 @@
+package scenario
+
+import (
+	"os"
+	"testing"
+)
+
+// FuzzParse: scenarios decode and are checked for bounded work, or fail;
+// never a panic.
+func FuzzParse(f *testing.F) {
+	for _, p := range []string{"../../examples/burst.yaml", "../../examples/planner-burst.yaml", "../../examples/disagg-trace.yaml"} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("durationSeconds: 1e12\nworkload: {kind: poisson, rate: {constant: 1e9}}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Parse(b, t.TempDir())
+		if err != nil {
+			return
+		}
+		_ = s.SLO.validate()
+		_ = s.checkLimits()
+	})
+}
