@@ -60,6 +60,9 @@ func checksum(claims map[types.UID]PreparedClaim) (string, error) {
 	return hex.EncodeToString(h[:]), nil
 }
 
+// recovery is what an operator does about a checkpoint the plugin cannot trust.
+const recovery = "to recover, drain the node's pods that use gpu.gpuplane.io claims, move the file aside and restart the plugin (it then starts with no claims prepared); dynamic MIG partitions left behind show in nvidia-smi mig -lgi and can be destroyed there"
+
 // readCheckpoint loads the prepared claims; a missing file is an empty
 // checkpoint, a corrupt or foreign one an error (the plugin must not forget
 // what it prepared).
@@ -73,7 +76,7 @@ func readCheckpoint(path string) (map[types.UID]PreparedClaim, error) {
 	}
 	var f checkpointFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, fmt.Errorf("checkpoint %s: %w; %s", path, err, recovery)
 	}
 	if f.Version != CheckpointVersion {
 		return nil, fmt.Errorf("checkpoint %s: version %q, this plugin reads %q", path, f.Version, CheckpointVersion)
@@ -86,7 +89,7 @@ func readCheckpoint(path string) (map[types.UID]PreparedClaim, error) {
 		return nil, err
 	}
 	if sum != f.Checksum {
-		return nil, fmt.Errorf("checkpoint %s: checksum mismatch (file corrupted or edited by hand)", path)
+		return nil, fmt.Errorf("checkpoint %s: checksum mismatch (file corrupted or edited by hand); %s", path, recovery)
 	}
 	return f.Claims, nil
 }
@@ -119,6 +122,15 @@ func writeCheckpoint(path string, claims map[types.UID]PreparedClaim) error {
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	// The rename is durable only once the directory is synced.
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	defer dir.Close()
+	if err := dir.Sync(); err != nil {
+		return fmt.Errorf("write checkpoint: sync %s: %w", filepath.Dir(path), err)
 	}
 	return nil
 }

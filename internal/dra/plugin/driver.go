@@ -79,7 +79,15 @@ type Driver struct {
 	published *slices.Result
 	unhealthy map[string]string
 	prepared  map[types.UID]PreparedClaim
+	// tornDown marks claims whose devices were freed but whose removal
+	// from the checkpoint has not reached the disk yet.
+	tornDown  map[types.UID]bool
 	healthGen chan struct{} // closed and replaced when health changes
+
+	// store and writeSpec persist the checkpoint and a claim's CDI spec;
+	// tests replace them to inject failures.
+	store     func(path string, claims map[types.UID]PreparedClaim) error
+	writeSpec func(cache *cdi.Cache, claim types.UID, devs []PreparedDevice) ([]string, error)
 }
 
 // Start discovers the node, restores the checkpoint, starts the kubelet
@@ -107,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("discover devices: %w", err)
 	}
 	d := &Driver{cfg: cfg, inv: inv, unhealthy: map[string]string{}, healthGen: make(chan struct{}),
-		ckpt: filepath.Join(cfg.PluginDir, "checkpoint.json")}
+		ckpt: filepath.Join(cfg.PluginDir, "checkpoint.json"), tornDown: map[types.UID]bool{}, store: writeCheckpoint, writeSpec: writeCDI}
 	if d.prepared, err = readCheckpoint(d.ckpt); err != nil {
 		return nil, err
 	}

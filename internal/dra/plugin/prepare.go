@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -18,30 +19,41 @@ import (
 
 // PrepareResourceClaims prepares each claim's devices of this driver and
 // node. A claim prepared before (also before a restart) gets the same
-// answer from the checkpoint.
+// answer from the checkpoint. Preparing is a transaction: the new state is
+// on disk (synced) before success is reported or memory changes, and a
+// step that fails undoes what the claim's earlier steps made.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
-	changed := false
+	next := maps.Clone(d.prepared)
+	var fresh []types.UID
 	for _, c := range claims {
-		if pc, ok := d.prepared[c.UID]; ok {
+		if pc, ok := next[c.UID]; ok {
 			out[c.UID] = result(pc)
 			continue
 		}
-		pc, err := d.prepare(c)
+		pc, err := d.prepare(c, next)
 		if err != nil {
 			out[c.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)}
 			continue
 		}
-		d.prepared[c.UID] = pc
-		changed = true
+		next[c.UID] = pc
+		fresh = append(fresh, c.UID)
 		out[c.UID] = result(pc)
 	}
-	if changed {
-		if err := writeCheckpoint(d.ckpt, d.prepared); err != nil {
-			return nil, err
+	if len(fresh) > 0 {
+		if err := d.store(d.ckpt, next); err != nil {
+			// Not on disk, so not prepared: undo, and let the kubelet retry.
+			for _, uid := range fresh {
+				if terr := d.teardown(uid, next[uid]); terr != nil {
+					klog.FromContext(ctx).Error(terr, "undoing a prepare whose checkpoint failed", "claim", uid)
+				}
+				out[uid] = kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: %w; the prepare was undone", next[uid].Namespace, next[uid].Name, err)}
+			}
+			return out, nil
 		}
+		d.prepared = next
 	}
 	for _, c := range claims {
 		if r := out[c.UID]; r.Err == nil {
@@ -49,6 +61,22 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		}
 	}
 	return out, nil
+}
+
+// teardown destroys a prepared claim's dynamic partitions and CDI spec.
+func (d *Driver) teardown(uid types.UID, pc PreparedClaim) error {
+	var err error
+	for _, dev := range pc.Devices {
+		if dev.Dynamic && dev.UUID != "" {
+			if e := d.cfg.Partitioner.Destroy(dev.GPUUUID, dev.Profile, dev.Start); e != nil && err == nil {
+				err = fmt.Errorf("destroy MIG %s at %d on %s: %w", dev.Profile, dev.Start, dev.GPUUUID, e)
+			}
+		}
+	}
+	if e := d.cdi.RemoveSpec(cdiSpecName(uid)); e != nil && err == nil {
+		err = fmt.Errorf("remove CDI spec: %w", e)
+	}
+	return err
 }
 
 func result(pc PreparedClaim) kubeletplugin.PrepareResult {
@@ -60,7 +88,9 @@ func result(pc PreparedClaim) kubeletplugin.PrepareResult {
 	return r
 }
 
-func (d *Driver) prepare(c *resourceapi.ResourceClaim) (PreparedClaim, error) {
+// prepare makes one claim's devices ready; held is what is prepared so far
+// (the checkpoint plus this call's earlier claims).
+func (d *Driver) prepare(c *resourceapi.ResourceClaim, held map[types.UID]PreparedClaim) (PreparedClaim, error) {
 	pc := PreparedClaim{Namespace: c.Namespace, Name: c.Name}
 	if c.Status.Allocation == nil {
 		return pc, fmt.Errorf("not allocated")
@@ -74,7 +104,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (PreparedClaim, error) {
 		if !ok {
 			return pc, fmt.Errorf("device %s is not published by this node (published devices changed since allocation?)", r.Device)
 		}
-		if owner := d.inUse(r.Device, a.Shared); owner != "" {
+		if owner := inUse(held, r.Device, a.Shared); owner != "" {
 			return pc, fmt.Errorf("device %s is already prepared for claim %s", r.Device, owner)
 		}
 		cfg, err := configFor(DriverName, alloc.Config, r.Request)
@@ -112,8 +142,16 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (PreparedClaim, error) {
 		}
 		pc.Devices[i].UUID = uuid
 	}
-	ids, err := writeCDI(d.cdi, c.UID, pc.Devices)
+	ids, err := d.writeSpec(d.cdi, c.UID, pc.Devices)
 	if err != nil {
+		// The partitions made above must not outlive the failed prepare.
+		for _, dev := range pc.Devices {
+			if dev.Dynamic {
+				if e := d.cfg.Partitioner.Destroy(dev.GPUUUID, dev.Profile, dev.Start); e != nil {
+					err = fmt.Errorf("%w; and undoing MIG %s at %d on %s: %v", err, dev.Profile, dev.Start, dev.GPUUUID, e)
+				}
+			}
+		}
 		return pc, err
 	}
 	for i := range pc.Devices {
@@ -123,11 +161,11 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) (PreparedClaim, error) {
 }
 
 // inUse names the claim that holds an exclusive device already.
-func (d *Driver) inUse(device string, shared bool) string {
+func inUse(held map[types.UID]PreparedClaim, device string, shared bool) string {
 	if shared {
 		return ""
 	}
-	for _, pc := range d.prepared {
+	for _, pc := range held {
 		for _, dev := range pc.Devices {
 			if dev.Device == device {
 				return pc.Namespace + "/" + pc.Name
@@ -137,40 +175,43 @@ func (d *Driver) inUse(device string, shared bool) string {
 	return ""
 }
 
-// UnprepareResourceClaims undoes prepare; claims it does not know are done already.
+// UnprepareResourceClaims undoes prepare; claims it does not know are
+// done already. A claim leaves memory only once the checkpoint without it
+// is on disk; if that write fails, the claim's devices are already freed
+// and the retry only writes the checkpoint again.
 func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := make(map[types.UID]error, len(claims))
-	changed := false
+	next := maps.Clone(d.prepared)
+	var gone []types.UID
 	for _, c := range claims {
-		pc, ok := d.prepared[c.UID]
+		pc, ok := next[c.UID]
 		if !ok {
 			out[c.UID] = nil
 			continue
 		}
-		var err error
-		for _, dev := range pc.Devices {
-			if dev.Dynamic {
-				if e := d.cfg.Partitioner.Destroy(dev.GPUUUID, dev.Profile, dev.Start); e != nil && err == nil {
-					err = fmt.Errorf("destroy MIG %s at %d on %s: %w", dev.Profile, dev.Start, dev.GPUUUID, e)
-				}
+		if !d.tornDown[c.UID] {
+			if err := d.teardown(c.UID, pc); err != nil {
+				out[c.UID] = err
+				continue
 			}
+			d.tornDown[c.UID] = true
 		}
-		if e := d.cdi.RemoveSpec(cdiSpecName(c.UID)); e != nil && err == nil {
-			err = fmt.Errorf("remove CDI spec: %w", e)
-		}
-		if err != nil {
-			out[c.UID] = err
-			continue
-		}
-		delete(d.prepared, c.UID)
-		changed = true
+		delete(next, c.UID)
+		gone = append(gone, c.UID)
 		out[c.UID] = nil
 	}
-	if changed {
-		if err := writeCheckpoint(d.ckpt, d.prepared); err != nil {
-			return nil, err
+	if len(gone) > 0 {
+		if err := d.store(d.ckpt, next); err != nil {
+			for _, uid := range gone {
+				out[uid] = fmt.Errorf("devices freed, but %w; retry", err)
+			}
+			return out, nil
+		}
+		d.prepared = next
+		for _, uid := range gone {
+			delete(d.tornDown, uid)
 		}
 	}
 	return out, nil
