@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"net"
+	"net/http"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/spf13/cobra"
@@ -48,7 +51,7 @@ func featureFlags(cmd *cobra.Command, f *slices.Features) {
 }
 
 func newRunCmd() *cobra.Command {
-	var kubeconfig, nodeName, discovery, profile, pluginDir, registrarDir, cdiDir string
+	var kubeconfig, nodeName, discovery, profile, pluginDir, registrarDir, cdiDir, healthzAddr string
 	var migLayout []string
 	var f slices.Features
 	cmd := &cobra.Command{
@@ -107,13 +110,35 @@ the device (NVML discovery).
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			ctx = klog.NewContext(ctx, klog.Background())
+			// Bind the health endpoint first: a busy port fails the start.
+			var ln net.Listener
+			if healthzAddr != "" {
+				if ln, err = net.Listen("tcp", healthzAddr); err != nil {
+					return fmt.Errorf("--healthz-addr: %w", err)
+				}
+			}
 			d, err := plugin.Start(ctx, cfg)
 			if err != nil {
+				if ln != nil {
+					ln.Close()
+				}
 				return err
 			}
 			defer d.Stop()
+			if ln != nil {
+				srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+					IdleTimeout: 30 * time.Second, MaxHeaderBytes: 8 << 10, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+						if d.Published() == nil {
+							http.Error(w, "no devices published", http.StatusServiceUnavailable)
+							return
+						}
+						_, _ = io.WriteString(w, "ok\n")
+					})}
+				go func() { _ = srv.Serve(ln) }()
+				defer srv.Close()
+			}
 			klog.FromContext(ctx).Info("kubelet plugin running", "driver", plugin.DriverName, "node", nodeName,
-				"devices", len(d.Published().Devices))
+				"devices", len(d.Published().Devices), "healthz", healthzAddr)
 			<-ctx.Done()
 			return nil
 		},
@@ -126,6 +151,7 @@ the device (NVML discovery).
 	cmd.Flags().StringVar(&pluginDir, "plugin-dir", "", "socket and checkpoint directory (default /var/lib/kubelet/plugins/gpu.gpuplane.io)")
 	cmd.Flags().StringVar(&registrarDir, "registrar-dir", "", "kubelet plugin registration directory (default /var/lib/kubelet/plugins_registry)")
 	cmd.Flags().StringVar(&cdiDir, "cdi-dir", "", "CDI spec directory (default /var/run/cdi)")
+	cmd.Flags().StringVar(&healthzAddr, "healthz-addr", "", "serve /healthz for a liveness probe on this address, e.g. :51515 in a pod (default: off)")
 	featureFlags(cmd, &f)
 	return cmd
 }

@@ -51,7 +51,7 @@ func daemonSet(t *testing.T, docs map[string][]string) appsv1.DaemonSet {
 func TestDefaults(t *testing.T) {
 	docs := render(t, nil)
 	for kind, n := range map[string]int{"DaemonSet": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"DeviceClass": 3, "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1} {
+		"DeviceClass": 3, "ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2} {
 		if len(docs[kind]) != n {
 			t.Errorf("%d %s, want %d", len(docs[kind]), kind, n)
 		}
@@ -66,6 +66,25 @@ func TestDefaults(t *testing.T) {
 	}
 	if ds.Spec.UpdateStrategy.RollingUpdate.MaxSurge.IntValue() != 0 {
 		t.Error("maxSurge must be 0")
+	}
+	pod := ds.Spec.Template.Spec
+	c := pod.Containers[0]
+	if pod.SecurityContext == nil || pod.SecurityContext.SeccompProfile == nil || pod.SecurityContext.SeccompProfile.Type != "RuntimeDefault" {
+		t.Error("the pod has no RuntimeDefault seccomp profile")
+	}
+	if c.LivenessProbe == nil || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("liveness probe %v, resources %v", c.LivenessProbe, c.Resources)
+	}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil && v.HostPath.Path == "/var/lib/kubelet/plugins" {
+			t.Error("the whole kubelet plugins directory is mounted; only the driver's own")
+		}
+	}
+	// Profile discovery touches no device: no privilege, no capability.
+	prof := daemonSet(t, render(t, map[string]any{"discovery": "profile", "profile": "hgx-h100"})).Spec.Template.Spec.Containers[0].SecurityContext
+	if prof == nil || prof.Privileged == nil || *prof.Privileged || prof.Capabilities == nil || len(prof.Capabilities.Drop) != 1 ||
+		prof.AllowPrivilegeEscalation == nil || *prof.AllowPrivilegeEscalation {
+		t.Errorf("profile discovery runs with %+v", prof)
 	}
 	// The chart's classes are the driver's.
 	want := classes.All(plugin.DriverName, classes.Options{})
@@ -100,7 +119,7 @@ func TestValues(t *testing.T) {
 	if !strings.Contains(docs["DeviceClass"][0], "extendedResourceName: gpuplane.io/gpu") {
 		t.Errorf("gpu class without the extended resource:\n%s", docs["DeviceClass"][0])
 	}
-	off := render(t, map[string]any{"deviceClasses": map[string]any{"install": false}, "restrictSlicesToOwnNode": false})
+	off := render(t, map[string]any{"deviceClasses": map[string]any{"install": false}, "restrictSlicesToOwnNode": false, "restrictClaimStatusToOwnNode": false})
 	if len(off["DeviceClass"]) != 0 || len(off["ValidatingAdmissionPolicy"]) != 0 {
 		t.Error("classes or policy rendered though turned off")
 	}
