@@ -21,6 +21,7 @@ func newEmulateCmd(g *globals) *cobra.Command {
 	var host string
 	var port int
 	var grace time.Duration
+	var maxInFlight int
 	cmd := &cobra.Command{
 		Use:   "emulate",
 		Short: "An OpenAI-compatible inference worker without a GPU, timed by the performance model in real time",
@@ -56,7 +57,7 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 				"maxModelLen", srv.MaxModelLen, "kvTokens", srv.RT.KVTokens())
 			fmt.Fprintf(g.stderr, "serving %s on http://%s (role %s, KV cache %d tokens)\n", srv.Model, ln.Addr(), roleName(cfg.Role), srv.RT.KVTokens())
 			// Requests in flight finish first (up to the grace period), as vLLM drains.
-			return serve(ctx, ln, srv.Handler(), grace)
+			return serve(ctx, ln, srv.Handler(), grace, maxInFlight)
 		},
 	}
 	f := cmd.Flags()
@@ -70,6 +71,7 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 	f.StringVar(&host, "host", "127.0.0.1", "address to listen on")
 	f.IntVar(&port, "port", 8000, "port to listen on (0: any free port)")
 	f.DurationVar(&grace, "shutdown-grace", 60*time.Second, "on SIGTERM, how long requests in flight may take to finish")
+	f.IntVar(&maxInFlight, "max-concurrent-requests", 4096, "requests served at once; more are answered 429 (0: no limit)")
 	return cmd
 }
 

@@ -20,7 +20,7 @@ import (
 func newFrontendCmd(g *globals) *cobra.Command {
 	var aggURLs, prefill, decode []string
 	var sel, prefillSel, decodeSel, ns, kubeconfig, host string
-	var port, workerPort int
+	var port, workerPort, maxInFlight int
 	cmd := &cobra.Command{
 		Use:   "frontend",
 		Short: "Route OpenAI requests to workers (aggregated, or prefill then decode) and export request metrics",
@@ -80,7 +80,7 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
 			defer stop()
 			go f.Run(ctx)
 			fmt.Fprintf(g.stderr, "frontend on http://%s\n", ln.Addr())
-			return serve(ctx, ln, f.Handler(reg), 30*time.Second)
+			return serve(ctx, ln, f.Handler(reg), 30*time.Second, maxInFlight)
 		},
 	}
 	fl := cmd.Flags()
@@ -95,5 +95,6 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	fl.StringVar(&host, "host", "127.0.0.1", "address to listen on")
 	fl.IntVar(&port, "port", 8080, "port to listen on")
+	fl.IntVar(&maxInFlight, "max-concurrent-requests", 8192, "requests routed at once; more are answered 429 (0: no limit)")
 	return cmd
 }

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,4 +42,36 @@ listen: "127.0.0.1:0"
 	if _, _, err := run(t, "planner", "run", "--config", cfg, "--once"); err == nil || !strings.Contains(err.Error(), "--dry-run") {
 		t.Errorf("a real run without a cluster: got %v, want an error pointing at --dry-run", err)
 	}
+}
+
+// Overload is refused at once with 429, in OpenAI's error shape.
+func TestConcurrencyLimit(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	h := limitConcurrent(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		started <- struct{}{}
+		<-release
+	}), 1)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	done := make(chan struct{})
+	go func() {
+		resp, err := http.Get(srv.URL)
+		if err == nil {
+			resp.Body.Close()
+		}
+		close(done)
+	}()
+	<-started
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), `"rate_limit_error"`) {
+		t.Errorf("second request: %d %s", resp.StatusCode, b)
+	}
+	close(release)
+	<-done
 }
