@@ -216,3 +216,32 @@ func TestTokens(t *testing.T) {
 		t.Errorf("eos length %d %d, want equal and in [50, 100]", a, b)
 	}
 }
+
+// A client that goes away aborts its request: the engine frees the slot
+// long before the answer would have ended, as vLLM does.
+func TestClientGoneAbortsTheRequest(t *testing.T) {
+	ts, srv := serve(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/completions", strings.NewReader(
+		`{"model":"qwen3-8b","prompt":"hello","max_tokens":4000,"ignore_eos":true,"stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 256)
+	if _, err := resp.Body.Read(buf); err != nil { // the first tokens arrive
+		t.Fatal(err)
+	}
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second) // 4000 tokens would take far longer
+	for time.Now().Before(deadline) {
+		if running, waiting, _ := srv.RT.Stats(); running == 0 && waiting == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	running, waiting, _ := srv.RT.Stats()
+	t.Errorf("the engine still holds the abandoned request: %d running, %d waiting", running, waiting)
+}

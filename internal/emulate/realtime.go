@@ -88,11 +88,31 @@ func (rt *Realtime) Submit(isl, osl int, reason string) (<-chan int, error) {
 		delete(rt.jobs, j.req.ID)
 		return nil, err
 	}
+	rt.nudge()
+	return j.tokens, nil
+}
+
+// nudge makes Run look at the engine again (its next event moved).
+func (rt *Realtime) nudge() {
 	select {
 	case rt.wake <- struct{}{}:
 	default:
 	}
-	return j.tokens, nil
+}
+
+// Abort ends a submitted request whose client went away, as vLLM aborts
+// it: the engine frees its slot and cache soon, and its channel closes.
+func (rt *Realtime) Abort(tokens <-chan int) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for _, j := range rt.jobs {
+		if j.tokens == tokens {
+			j.reason = "abort"
+			rt.eng.Abort(&j.req, rt.now())
+			rt.nudge()
+			return
+		}
+	}
 }
 
 // KVTokens is the engine's KV-cache capacity.

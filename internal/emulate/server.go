@@ -1,6 +1,7 @@
 package emulate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -182,6 +183,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
 		return
 	}
+	// A client that goes away aborts its request, freeing the engine's slot.
+	stop := context.AfterFunc(r.Context(), func() { s.RT.Abort(tokens) })
+	defer stop()
 	id := fmt.Sprintf("cmpl-%d", s.ids.Add(1))
 	if chat {
 		id = "chat" + id

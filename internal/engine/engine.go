@@ -195,6 +195,43 @@ func (e *Engine) Submit(r *Request, now float64) error {
 	return nil
 }
 
+// Abort ends a request whose client went away, keeping the tokens it has,
+// as vLLM frees an aborted request: one still waiting leaves the queue at
+// once, one in prefill finishes when its prompt chunk ends, one decoding
+// finishes after the step in progress (a fast-forwarded run is cut there).
+func (e *Engine) Abort(r *Request, now float64) {
+	q := &e.waiting
+	for i := q.head; i < len(q.items); i++ {
+		if q.items[i] != r {
+			continue
+		}
+		copy(q.items[i:], q.items[i+1:])
+		q.items[len(q.items)-1] = nil
+		q.items = q.items[:len(q.items)-1]
+		r.OSL = max(r.generated, 1)
+		r.Finish = now
+		e.sink.Finished(r, now)
+		return
+	}
+	if i := r.heapIndex; i >= 0 && i < len(e.decoding) && e.decoding[i] == r {
+		if r.finishStep > e.decodeStep+1 {
+			r.OSL -= int(r.finishStep - e.decodeStep - 1)
+			r.finishStep = e.decodeStep + 1
+			heap.Fix(&e.decoding, i)
+			if e.busy && e.itSteps > 1 {
+				e.truncate(now)
+			}
+		}
+		return
+	}
+	for _, p := range e.prefilling {
+		if p == r {
+			r.OSL = max(r.generated, 1)
+			return
+		}
+	}
+}
+
 // Advance completes the iteration ending at NextEvent, emits its events and
 // starts the next one.
 func (e *Engine) Advance() {

@@ -171,3 +171,42 @@ func TestRolesAndRejections(t *testing.T) {
 		t.Fatal("zero token budget must be rejected")
 	}
 }
+
+// An aborted request ends soon with the tokens it has, whether it waits,
+// prefills or decodes, and the cache is whole again afterwards.
+func TestAbort(t *testing.T) {
+	cost := linearCost{base: 0.001, perToken: 1e-5, perCtx: 1e-7}
+	rec := newRecorder()
+	e, err := New(Config{MaxBatchedTokens: 512, MaxSeqs: 2, KVTokens: 100000}, cost, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoding := &Request{ID: 1, ISL: 100, OSL: 100000 - 200}
+	prefilling := &Request{ID: 2, ISL: 4000, OSL: 50}
+	waiting := &Request{ID: 3, ISL: 100, OSL: 50}
+	for _, r := range []*Request{decoding, prefilling, waiting} {
+		if err := e.Submit(r, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for e.NextEvent() < 0.05 { // the first request decodes, the second prefills, the third waits (max 2 running)
+		e.Advance()
+	}
+	now := e.NextEvent() - 1e-6
+	e.Abort(waiting, now)
+	if _, ok := rec.done[3]; !ok || e.Waiting() != 0 {
+		t.Fatalf("the waiting request did not leave at once (waiting %d)", e.Waiting())
+	}
+	e.Abort(decoding, now)
+	e.Abort(prefilling, now)
+	drain(t, e)
+	if rec.done[1] > now+0.1 || decoding.OSL >= 100000-200 {
+		t.Errorf("the decoding request finished at %g with %d tokens; want right after %g", rec.done[1], decoding.OSL, now)
+	}
+	if _, ok := rec.done[2]; !ok || prefilling.OSL != 1 {
+		t.Errorf("the prefilling request: done %v, %d tokens; want it ended after its prompt with one", ok, prefilling.OSL)
+	}
+	if e.kvUsed() != 0 || e.Running() != 0 {
+		t.Errorf("after the aborts: KV %g, running %d", e.kvUsed(), e.Running())
+	}
+}
