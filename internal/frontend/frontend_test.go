@@ -232,3 +232,54 @@ func TestStreamCutByADyingWorker(t *testing.T) {
 		}
 	}
 }
+
+// A worker killed under 100 users of load loses no request silently: each
+// one succeeds on the other worker or fails visibly, and bench and the
+// frontend count the same.
+func TestWorkerKilledUnderLoad(t *testing.T) {
+	good, _ := worker(t, "agg")
+	doomed, _, kill := emulatetest.StartKillable(t, "agg")
+	_, ts, reg := frontendOn(t, good, doomed)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		kill()
+	}()
+	s, recs, err := bench.Run(context.Background(), bench.Options{URL: ts.URL, Model: "m", Users: 100,
+		ISL: workload.Fixed{N: 200}, OSL: workload.Fixed{N: 40}, Duration: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, r := range recs {
+		if r.Error != "" {
+			failed++
+		} else if r.OutputTokens != 40 {
+			t.Errorf("a request counted as served has %d of 40 tokens", r.OutputTokens)
+		}
+	}
+	// The frontend records a request once its stream has ended: wait for the last ones.
+	var ok, bad float64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		ok, bad = 0, 0
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() != "gpuplane_frontend_requests_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				if m.GetLabel()[0].GetValue() == "ok" {
+					ok += m.GetCounter().GetValue()
+				} else {
+					bad += m.GetCounter().GetValue()
+				}
+			}
+		}
+		if int(ok+bad) >= len(recs) {
+			break
+		}
+	}
+	t.Logf("%d requests: %d failed visibly (bench), frontend ok %v, error %v", s.Requests, failed, ok, bad)
+	if s.Requests < 100 || int(ok) != len(recs)-failed || int(bad) != failed {
+		t.Errorf("bench: %d requests, %d failed; frontend: %v ok, %v errors", len(recs), failed, ok, bad)
+	}
+}

@@ -20,6 +20,14 @@ import (
 // the test ends. It returns the base URL and the worker's metrics registry.
 func Start(t testing.TB, role string) (string, *prometheus.Registry) {
 	t.Helper()
+	url, reg, _ := StartKillable(t, role)
+	return url, reg
+}
+
+// StartKillable is Start with a kill function that makes the worker die
+// as a crashed process does: every connection reset, nothing served after.
+func StartKillable(t testing.TB, role string) (string, *prometheus.Registry, func()) {
+	t.Helper()
 	p, err := perf.DefaultParams()
 	if err != nil {
 		t.Fatal(err)
@@ -35,5 +43,9 @@ func Start(t testing.TB, role string) (string, *prometheus.Registry) {
 	go srv.RT.Run(ctx)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); cancel() })
-	return ts.URL, reg
+	kill := func() {
+		ts.Listener.Close()
+		ts.CloseClientConnections()
+	}
+	return ts.URL, reg, kill
 }
