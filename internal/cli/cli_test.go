@@ -136,6 +136,8 @@ func TestErrorsNameTheFix(t *testing.T) {
 		{[]string{"dev", "cluster", "down", "--dir", os.TempDir() + "/gpuplane-no-such-cluster"}, "no cluster recorded"},
 		{[]string{"frontend", "--workers", "127.0.0.1:8000"}, "--workers: \"127.0.0.1:8000\" is not a base URL"},
 		{[]string{"configure", "--ttft-percentile", "101"}, "sla.ttftPercentile"},
+		{[]string{"configure", "--emit", "k8s", "--name", "My_Model"}, "--name: \"My_Model\""},
+		{[]string{"configure", "--emit", "k8s", "--namespace", "-x"}, "--namespace"},
 		{[]string{"dev", "cluster", "up", "--no-build", "--dir", os.TempDir() + "/gpuplane-no-bins", "--bin-dir", os.TempDir() + "/gpuplane-no-bins"}, "hack/build-cluster-bins.sh"},
 	}
 	for _, tc := range cases {

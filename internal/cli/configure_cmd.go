@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gpuplane/gpuplane/internal/strict"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"os"
 	"strings"
 	"sync"
@@ -233,6 +234,17 @@ func runConfigure(g *globals, cmd *cobra.Command, f *configureFlags) error {
 	}
 	if f.emit != "" && f.emit != "k8s" && f.emit != "dynamo" {
 		return fmt.Errorf("--emit: %q is not k8s or dynamo", f.emit)
+	}
+	// Checked before the search: the API server would refuse them after it.
+	if f.name != "" {
+		if errs := validation.IsDNS1123Label(f.name); len(errs) > 0 {
+			return fmt.Errorf("--name: %q: %s", f.name, strings.Join(errs, "; "))
+		}
+	}
+	if f.ns != "" {
+		if errs := validation.IsDNS1123Label(f.ns); len(errs) > 0 {
+			return fmt.Errorf("--namespace: %q: %s", f.ns, strings.Join(errs, "; "))
+		}
 	}
 	env, err := g.env()
 	if err != nil {
