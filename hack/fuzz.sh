@@ -26,6 +26,9 @@ targets=(
 for entry in "${targets[@]}"; do
   read -r pkg name <<<"$entry"
   echo "fuzz $pkg $name for $t"
-  go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$t" >/dev/null
+  if ! out="$(go test "$pkg" -run '^$' -fuzz "^${name}\$" -fuzztime "$t" 2>&1)"; then
+    echo "$out" | grep -v '^fuzz: elapsed' >&2
+    exit 1
+  fi
 done
 echo "fuzzed ${#targets[@]} targets, $t each: no crash"

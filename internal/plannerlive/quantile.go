@@ -60,8 +60,12 @@ func (b buckets) quantile(q float64) float64 {
 	if !(total > 0) || math.IsInf(total, 0) || !(q >= 0 && q <= 1) {
 		return 0
 	}
-	for i := 1; i < len(bounds); i++ {
-		if !(b[bounds[i]] >= b[bounds[i-1]]) {
+	for i, ub := range bounds {
+		c := b[ub]
+		if math.IsNaN(ub) || ub < 0 || math.IsNaN(c) || c < 0 || math.IsInf(c, 0) {
+			return 0 // not a latency histogram
+		}
+		if i > 0 && c < b[bounds[i-1]] {
 			return 0 // cumulative counts went down: a reset inside the interval
 		}
 	}
@@ -79,7 +83,11 @@ func (b buckets) quantile(q float64) float64 {
 			if c == below {
 				return ub
 			}
-			return lower + (ub-lower)*(rank-below)/(c-below)
+			v := lower + (ub-lower)*((rank-below)/(c-below))
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return ub // sums too large to interpolate: the bucket's bound
+			}
+			return v
 		}
 		lower, below = ub, c
 	}

@@ -49,3 +49,16 @@ func TestFoldReadsThePercentiles(t *testing.T) {
 		t.Errorf("no percentile asked, got %g and %g", o.TTFTQms, o.ITLQms)
 	}
 }
+
+func TestBucketsQuantileExtremes(t *testing.T) {
+	inf := math.Inf(1)
+	for _, b := range []buckets{
+		{1e308: -1e308, 2e307: 1e308, inf: 1e308}, {-1: 1, inf: 2}, {math.NaN(): 1, inf: 1}, {1e308: 1, 1.7e308: 1e308, inf: 1e308},
+	} {
+		for _, q := range []float64{0, 0.5, 0.9, 1} {
+			if v := b.quantile(q); math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				t.Errorf("%v at %g: %g", b, q, v)
+			}
+		}
+	}
+}
