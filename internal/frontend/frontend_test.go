@@ -122,22 +122,11 @@ func TestRefusingWorkerIsSkipped(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
-	f := &Frontend{Agg: workers.Static{deadURL, good}}
-	reg := prometheus.NewRegistry()
-	f.Register(reg)
-	f.refresh(context.Background())
+	f, ts, _ := frontendOn(t, deadURL, good)
 	f.inflight[good].Add(1) // the dead worker looks least busy: it is tried first
-	ts := httptest.NewServer(f.Handler(reg))
-	defer ts.Close()
 	for range 3 {
-		resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"hello","max_tokens":3}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%d %s", resp.StatusCode, b)
+		if code, b := complete(t, ts.URL); code != http.StatusOK {
+			t.Fatalf("%d %s", code, b)
 		}
 	}
 	if got := f.Workers()["agg"]; len(got) != 1 || got[0] != good {
@@ -185,15 +174,21 @@ func TestResetBeforeFirstByteIsRetried(t *testing.T) {
 	good, _ := worker(t, "agg")
 	f, ts, _ := frontendOn(t, dying(t, 0), good)
 	f.inflight[good].Add(1) // the dying worker looks least busy: it is tried first
-	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"hello","max_tokens":3}`))
+	if code, b := complete(t, ts.URL); code != http.StatusOK {
+		t.Errorf("%d %s: a reset before the first byte must be retried on the other worker", code, b)
+	}
+}
+
+// complete sends a short completion through the frontend.
+func complete(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"hello","max_tokens":3}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("%d %s: a reset before the first byte must be retried on the other worker", resp.StatusCode, b)
-	}
+	return resp.StatusCode, string(b)
 }
 
 // A worker that dies mid-stream: the client sees an error event and no

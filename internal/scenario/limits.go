@@ -141,23 +141,9 @@ func (r *RateSpec) peak() (float64, error) {
 	case r.Constant != nil:
 		return *r.Constant, bad("constant", *r.Constant)
 	case r.Step != nil:
-		st := r.Step
-		if err := bad("step", st.Base, st.Peak, st.Start, st.End); err != nil {
-			return 0, err
-		}
-		if st.End < st.Start {
-			return 0, fmt.Errorf("workload.rate.step: end %g is before start %g", st.End, st.Start)
-		}
-		return math.Max(st.Base, st.Peak), nil
+		return window("step", r.Step.Base, r.Step.Peak, r.Step.Start, r.Step.End)
 	case r.Ramp != nil:
-		rp := r.Ramp
-		if err := bad("ramp", rp.From, rp.To, rp.Start, rp.End); err != nil {
-			return 0, err
-		}
-		if rp.End < rp.Start {
-			return 0, fmt.Errorf("workload.rate.ramp: end %g is before start %g", rp.End, rp.Start)
-		}
-		return math.Max(rp.From, rp.To), nil
+		return window("ramp", r.Ramp.From, r.Ramp.To, r.Ramp.Start, r.Ramp.End)
 	case r.Diurnal != nil:
 		dn := r.Diurnal
 		if err := bad("diurnal", dn.Mean, dn.Period); err != nil {
@@ -169,4 +155,18 @@ func (r *RateSpec) peak() (float64, error) {
 		return workload.Diurnal(*dn).Max(0), nil
 	}
 	return 0, nil
+}
+
+// window checks a profile that moves between two rates over [start, end]
+// and returns the higher rate.
+func window(name string, a, b, start, end float64) (float64, error) {
+	for _, v := range []float64{a, b, start, end} {
+		if !finite(v) || v < 0 {
+			return 0, fmt.Errorf("workload.rate.%s: %v must be finite and >= 0", name, []float64{a, b, start, end})
+		}
+	}
+	if end < start {
+		return 0, fmt.Errorf("workload.rate.%s: end %g is before start %g", name, end, start)
+	}
+	return math.Max(a, b), nil
 }
