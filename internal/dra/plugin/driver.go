@@ -82,6 +82,7 @@ type Driver struct {
 	// tornDown marks claims whose devices were freed but whose removal
 	// from the checkpoint has not reached the disk yet.
 	tornDown  map[types.UID]bool
+	orphans   []string // partitions found at start that no claim holds
 	healthGen chan struct{} // closed and replaced when health changes
 
 	// store and writeSpec persist the checkpoint and a claim's CDI spec;
@@ -118,6 +119,9 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		ckpt: filepath.Join(cfg.PluginDir, "checkpoint.json"), tornDown: map[types.UID]bool{}, store: writeCheckpoint, writeSpec: writeCDI}
 	if d.prepared, err = readCheckpoint(d.ckpt); err != nil {
 		return nil, err
+	}
+	if cfg.Partitioner != nil {
+		d.reconcile(ctx)
 	}
 	if d.cdi, err = cdi.NewCache(cdi.WithSpecDirs(cfg.CDIDir), cdi.WithAutoRefresh(false)); err != nil {
 		return nil, fmt.Errorf("cdi cache: %w", err)

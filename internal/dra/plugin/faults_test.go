@@ -12,6 +12,7 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/gpuplane/gpuplane/internal/dra/plugin"
+	"github.com/gpuplane/gpuplane/internal/dra/profiles"
 	"github.com/gpuplane/gpuplane/internal/dra/slices"
 )
 
@@ -116,5 +117,25 @@ func TestCorruptCheckpointSaysHowToRecover(t *testing.T) {
 	}
 	if _, err := plugin.Start(context.Background(), r.cfg); err == nil || !strings.Contains(err.Error(), "to recover") {
 		t.Errorf("got %v, want an error saying how to recover", err)
+	}
+}
+
+// A plugin restarted with a fresh partitioner still knows the partitions
+// its checkpoint holds: an overlapping one is refused.
+func TestRestartRestoresCheckpointedPartitions(t *testing.T) {
+	r := newRig(t, "hgx-h100", slices.Features{DynamicMIG: true})
+	ctx := context.Background()
+	if res, _ := r.kubelet.Prepare(ctx, r.claim("mig", "", dev("gpu-0-mig-3g-40gb-4"))); res["uid-mig"].Error != "" {
+		t.Fatal(res["uid-mig"].Error)
+	}
+	inv := nodeInventory(t, "hgx-h100")
+	r.cfg.Partitioner = &profiles.Partitioner{Node: node, Inv: inv} // what a restarted process has
+	r.restart()
+	res, _ := r.kubelet.Prepare(ctx, r.claim("over", "", dev("gpu-0-mig-2g-20gb-4")))
+	if !strings.Contains(res["uid-over"].Error, "overlaps") {
+		t.Errorf("an overlapping partition after a restart: %+v", res["uid-over"])
+	}
+	if len(r.driver.Orphans()) != 0 {
+		t.Errorf("orphans reported on a clean node: %v", r.driver.Orphans())
 	}
 }

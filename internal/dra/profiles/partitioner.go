@@ -50,6 +50,12 @@ func (p *Partitioner) Create(gpuUUID, profile string, start int) (string, error)
 	return "MIG-" + uuid(p.Node, strconv.Itoa(g.Index), profile, strconv.Itoa(start)), nil
 }
 
+// Restore takes back a partition a restarted plugin's checkpoint holds.
+func (p *Partitioner) Restore(gpuUUID, profile string, start int) error {
+	_, err := p.Create(gpuUUID, profile, start)
+	return err
+}
+
 // Destroy frees the partition; destroying one that is gone is not an error.
 func (p *Partitioner) Destroy(gpuUUID, profile string, start int) error {
 	p.mu.Lock()
