@@ -82,7 +82,7 @@ type Driver struct {
 	// tornDown marks claims whose devices were freed but whose removal
 	// from the checkpoint has not reached the disk yet.
 	tornDown  map[types.UID]bool
-	orphans   []string // partitions found at start that no claim holds
+	orphans   []string      // partitions found at start that no claim holds
 	healthGen chan struct{} // closed and replaced when health changes
 
 	// store and writeSpec persist the checkpoint and a claim's CDI spec;
