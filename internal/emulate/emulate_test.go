@@ -176,6 +176,9 @@ func TestOpenAIAPI(t *testing.T) {
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":["a","b"]}`, 400, "2 prompts"},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":9223372036854775807}`, 400, "maximum context length"},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x"} {"more":1}`, 400, "more than one JSON value"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","temperature":-5}`, 400, "temperature must be in [0, 2]"},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":"x"}],"top_p":0}`, 400, "top_p"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","n":4}`, 400, "n must be 1"},
 	} {
 		resp, body := post(t, ts.URL+tc.path, tc.body)
 		if resp.StatusCode != tc.code || !strings.Contains(body, tc.want) || !strings.Contains(body, `"error"`) {

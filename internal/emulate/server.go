@@ -55,6 +55,34 @@ type completionRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	IgnoreEOS bool `json:"ignore_eos"`
+	// Sampling fields: they do not change the emulated timing, but out of
+	// range they are refused as vLLM refuses them.
+	Temperature      *float64 `json:"temperature"`
+	TopP             *float64 `json:"top_p"`
+	TopK             *int     `json:"top_k"`
+	N                *int     `json:"n"`
+	PresencePenalty  *float64 `json:"presence_penalty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty"`
+}
+
+// checkSampling names the first sampling field out of vLLM's range.
+func (r *completionRequest) checkSampling() (field, msg string) {
+	in := func(v *float64, lo, hi float64) bool { return v == nil || *v >= lo && *v <= hi }
+	switch {
+	case !in(r.Temperature, 0, 2):
+		return "temperature", fmt.Sprintf("temperature must be in [0, 2], got %g.", *r.Temperature)
+	case r.TopP != nil && !(*r.TopP > 0 && *r.TopP <= 1):
+		return "top_p", fmt.Sprintf("top_p must be in (0, 1], got %g.", *r.TopP)
+	case r.TopK != nil && (*r.TopK < -1 || *r.TopK == 0):
+		return "top_k", fmt.Sprintf("top_k must be -1 (disable) or at least 1, got %d.", *r.TopK)
+	case r.N != nil && *r.N != 1:
+		return "n", fmt.Sprintf("n must be 1 on this emulated worker, got %d.", *r.N)
+	case !in(r.PresencePenalty, -2, 2):
+		return "presence_penalty", fmt.Sprintf("presence_penalty must be in [-2, 2], got %g.", *r.PresencePenalty)
+	case !in(r.FrequencyPenalty, -2, 2):
+		return "frequency_penalty", fmt.Sprintf("frequency_penalty must be in [-2, 2], got %g.", *r.FrequencyPenalty)
+	}
+	return "", ""
 }
 
 // apiError writes OpenAI's error body.
@@ -135,6 +163,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	if dec.More() {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "invalid JSON body: more than one JSON value")
+		return
+	}
+	if field, msg := req.checkSampling(); field != "" {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", field, msg)
 		return
 	}
 	if req.Model != s.Model {
