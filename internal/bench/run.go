@@ -162,6 +162,16 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 }
 
 func (o *Options) check() error {
+	switch {
+	case !(o.Rate >= 0) || o.Rate > 1e6:
+		return fmt.Errorf("--rate: %g must be 0 to 1,000,000 req/s", o.Rate)
+	case o.Users < 0 || o.Users > 1_000_000:
+		return fmt.Errorf("--users: %d must be 0 to 1,000,000", o.Users)
+	case o.Requests < 0:
+		return fmt.Errorf("--requests: %d must be >= 0 (0: until --duration)", o.Requests)
+	case o.Duration > 7*24*time.Hour:
+		return fmt.Errorf("--duration: %s, at most a week", o.Duration)
+	}
 	modes := 0
 	if o.Rate > 0 {
 		modes++

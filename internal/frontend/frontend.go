@@ -205,8 +205,18 @@ func (f *Frontend) client() *http.Client {
 	if f.Client != nil {
 		return f.Client
 	}
-	return http.DefaultClient
+	return workerClient
 }
+
+// workerClient bounds every step before a worker's answer starts: a hung
+// worker fails the request (and it is retried elsewhere) instead of holding
+// it. The answer itself may stream as long as generation takes.
+var workerClient = &http.Client{Transport: &http.Transport{
+	DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	ResponseHeaderTimeout: 10 * time.Minute, // a long prompt's prefill comes first
+	IdleConnTimeout:       90 * time.Second,
+	MaxIdleConnsPerHost:   1024,
+}}
 
 // route sends the request on and streams the answer back, measuring it.
 func (f *Frontend) route(w http.ResponseWriter, r *http.Request) {
