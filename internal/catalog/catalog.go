@@ -7,11 +7,12 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/strict"
 	"sort"
 	"strings"
 
 	"github.com/agnivade/levenshtein"
+
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 //go:embed data/*.yaml

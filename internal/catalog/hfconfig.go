@@ -3,8 +3,9 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/strict"
 	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 // hfConfig is the subset of a Hugging Face config.json that shapes serving

@@ -4,19 +4,19 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/strict"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuplane/gpuplane/internal/configure"
 	"github.com/gpuplane/gpuplane/internal/manifest"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/report"
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 // configureFlags are configure's own flags.

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/strict"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/report"
 	"github.com/gpuplane/gpuplane/internal/scenario"
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 // demoTimeline prints one row per planner decision that changed something,

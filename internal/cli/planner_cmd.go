@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/strict"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -18,6 +17,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
 	"github.com/gpuplane/gpuplane/internal/planner"
 	"github.com/gpuplane/gpuplane/internal/plannerlive"
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 func newPlannerCmd(g *globals) *cobra.Command {

@@ -3,10 +3,11 @@ package configure
 import (
 	"bytes"
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/strict"
 	"sort"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 // Kinds of request file.

@@ -3,11 +3,11 @@ package perf
 import (
 	_ "embed"
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/strict"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 // Params are the calibrated efficiencies and overheads of the model. The

@@ -1,18 +1,18 @@
 package plannerlive
 
 import (
-	"github.com/gpuplane/gpuplane/internal/strict"
-	"k8s.io/client-go/kubernetes"
-
 	"bytes"
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/workers"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuplane/gpuplane/internal/capacity"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/planner"
+	"github.com/gpuplane/gpuplane/internal/strict"
+	"github.com/gpuplane/gpuplane/internal/workers"
 )
 
 // Config is `gpuplane planner run --config`'s file.

@@ -5,7 +5,6 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/strict"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/planner"
 	"github.com/gpuplane/gpuplane/internal/sim"
+	"github.com/gpuplane/gpuplane/internal/strict"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 

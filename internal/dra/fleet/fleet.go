@@ -8,9 +8,10 @@ package fleet
 import (
 	"bytes"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/dra/inventory"
