@@ -16,6 +16,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/manifest"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/report"
+	"github.com/gpuplane/gpuplane/internal/slo"
 	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
@@ -44,8 +45,8 @@ func (t configureTable) priced() bool { return t.res.Best != nil && t.res.Best.C
 
 func (t configureTable) Header() []string {
 	sla := t.res.SLA
-	h := []string{"#", "DEPLOYMENT", "GPUS", "USERS", "TTFT " + strings.ToUpper(configure.Stat(sla.TTFTPercentile)) + "(ms)",
-		"ITL " + strings.ToUpper(configure.Stat(sla.ITLPercentile)) + "(ms)", "TTFT P99", "TOK/S", "TOK/S/GPU", "TOK/S/USER"}
+	h := []string{"#", "DEPLOYMENT", "GPUS", "USERS", "TTFT " + strings.ToUpper(slo.Stat(sla.TTFTPercentile)) + "(ms)",
+		"ITL " + strings.ToUpper(slo.Stat(sla.ITLPercentile)) + "(ms)", "TTFT P99", "TOK/S", "TOK/S/GPU", "TOK/S/USER"}
 	if t.priced() {
 		h = append(h, "COST/H", "TOK/$")
 	}
@@ -287,7 +288,7 @@ func runConfigure(g *globals, cmd *cobra.Command, f *configureFlags) error {
 func writeConfigureTable(g *globals, res *configure.Result, explain bool) error {
 	w := g.stdout
 	fmt.Fprintf(w, "%s on %s, %s, ISL %d / OSL %d, TTFT %s <= %g ms, ITL %s <= %g ms", res.Model, res.Backend, res.Precision, res.ISL, res.OSL,
-		configure.Stat(res.SLA.TTFTPercentile), res.SLA.TTFTms, configure.Stat(res.SLA.ITLPercentile), res.SLA.ITLms)
+		slo.Stat(res.SLA.TTFTPercentile), res.SLA.TTFTms, slo.Stat(res.SLA.ITLPercentile), res.SLA.ITLms)
 	if res.SLA.E2Ems > 0 {
 		fmt.Fprintf(w, ", E2E <= %g ms", res.SLA.E2Ems)
 	}
@@ -297,8 +298,8 @@ func writeConfigureTable(g *globals, res *configure.Result, explain bool) error 
 	}
 	if b := res.Best; b != nil {
 		fmt.Fprintf(w, "best: %s, %.0f tokens/s (%.0f per GPU, %.1f per user), TTFT %s %.0f ms (p99 %.0f), ITL %s %.1f ms, %d users\n",
-			configure.Describe(*b), b.TokensPerS, b.TokensPerSPerGPU, b.TokensPerSPerUser, configure.Stat(res.SLA.TTFTPercentile), b.TTFTms,
-			b.TTFTP99ms, configure.Stat(res.SLA.ITLPercentile), b.ITLms, b.Concurrency)
+			configure.Describe(*b), b.TokensPerS, b.TokensPerSPerGPU, b.TokensPerSPerUser, slo.Stat(res.SLA.TTFTPercentile), b.TTFTms,
+			b.TTFTP99ms, slo.Stat(res.SLA.ITLPercentile), b.ITLms, b.Concurrency)
 	}
 	if e := res.Engines; e != nil {
 		fmt.Fprintf(w, "autoscale units: prefill %s tp%d (%.2f req/s each), decode %s tp%d (%.2f req/s each)\n",

@@ -7,11 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuplane/gpuplane/examples"
-	"github.com/gpuplane/gpuplane/internal/configure"
 	"github.com/gpuplane/gpuplane/internal/demo"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/report"
 	"github.com/gpuplane/gpuplane/internal/scenario"
+	"github.com/gpuplane/gpuplane/internal/slo"
 	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
@@ -89,8 +89,8 @@ timeline and the comparison, and writes an HTML report.
 				return fmt.Errorf("scenario %s: %w", name, err)
 			}
 			sub := fmt.Sprintf("%s on %s (%s), prefill tp%d + decode tp%d, SLO TTFT %s <= %.0f ms / ITL %s <= %.0f ms; %s",
-				sc.Model, sc.GPU, sc.Precision, sc.Deployment.Prefill.TP, sc.Deployment.Decode.TP, configure.Stat(sc.SLO.TTFTPercentile), sc.SLO.TTFTMs,
-				configure.Stat(sc.SLO.ITLPercentile), sc.SLO.ITLMs, name)
+				sc.Model, sc.GPU, sc.Precision, sc.Deployment.Prefill.TP, sc.Deployment.Decode.TP, slo.Stat(sc.SLO.TTFTPercentile), sc.SLO.TTFTMs,
+				slo.Stat(sc.SLO.ITLPercentile), sc.SLO.ITLMs, name)
 			if reportFile != "" {
 				if err := writeFile(reportFile, func(w *bytes.Buffer) error {
 					return report.WriteDemo(w, "gpuplane demo: the SLO planner under a burst", sub, res)

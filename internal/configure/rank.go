@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/capacity"
+	"github.com/gpuplane/gpuplane/internal/slo"
 )
 
 // result ranks the verified candidates and assembles the answer.
 func (s *search) result(deps []*deployment) *Result {
 	res := &Result{ISL: s.r.ISL, OSL: s.r.OSL, SLA: s.r.SLA, Pick: s.r.Pick, Load: s.r.RequestRate, Users: s.r.Concurrency,
-		Judged: "ttft " + Stat(s.r.SLA.TTFTPercentile) + ", itl " + Stat(s.r.SLA.ITLPercentile)}
+		Judged: "ttft " + slo.Stat(s.r.SLA.TTFTPercentile) + ", itl " + slo.Stat(s.r.SLA.ITLPercentile)}
 	res.Model, res.Backend, res.Precision = s.resolved()
 	for _, e := range s.engines {
 		if e.err != nil {

@@ -10,8 +10,9 @@ package configure
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/slo"
 )
 
 // Pick is what the search optimises.
@@ -56,22 +57,6 @@ type SLA struct {
 	E2Ems          float64 `json:"e2e,omitempty"`
 	TTFTPercentile float64 `json:"ttftPercentile,omitempty"`
 	ITLPercentile  float64 `json:"itlPercentile,omitempty"`
-}
-
-// CheckPercentile validates an SLO percentile: 0 (the mean) or 50-99.9.
-func CheckPercentile(field string, p float64) error {
-	if p == 0 || p >= 50 && p <= 99.9 {
-		return nil
-	}
-	return fmt.Errorf("%s: %g must be 0 (the mean) or a percentile from 50 to 99.9, e.g. 90 or 99", field, p)
-}
-
-// Stat names the statistic a percentile judges: "mean" or "p90".
-func Stat(p float64) string {
-	if p == 0 {
-		return "mean"
-	}
-	return "p" + strconv.FormatFloat(p, 'f', -1, 64)
 }
 
 // PoolEntry is one kind of device a cluster offers.
@@ -137,10 +122,10 @@ func (r *Request) Validate() error {
 	case r.Top < 0:
 		return fmt.Errorf("top: %d must be >= 0", r.Top)
 	}
-	if err := CheckPercentile("sla.ttftPercentile", r.SLA.TTFTPercentile); err != nil {
+	if err := slo.CheckPercentile("sla.ttftPercentile", r.SLA.TTFTPercentile); err != nil {
 		return err
 	}
-	if err := CheckPercentile("sla.itlPercentile", r.SLA.ITLPercentile); err != nil {
+	if err := slo.CheckPercentile("sla.itlPercentile", r.SLA.ITLPercentile); err != nil {
 		return err
 	}
 	if _, err := ParsePick(string(r.Pick)); err != nil {

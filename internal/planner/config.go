@@ -3,6 +3,8 @@ package planner
 import (
 	"fmt"
 	"math"
+
+	"github.com/gpuplane/gpuplane/internal/slo"
 )
 
 // Config sets the planner's targets, prediction and limits. Times are in
@@ -94,13 +96,15 @@ func (c *Config) defaults() {
 
 // Validate names the first bad field.
 func (c *Config) Validate() error {
+	if err := slo.CheckPercentile("planner.ttftPercentile", c.TTFTPercentile); err != nil {
+		return err
+	}
+	if err := slo.CheckPercentile("planner.itlPercentile", c.ITLPercentile); err != nil {
+		return err
+	}
 	switch {
 	case !(c.TTFTms > 0) || !(c.ITLms > 0) || math.IsInf(c.TTFTms+c.ITLms, 0):
 		return fmt.Errorf("planner: ttftMs %g and itlMs %g must be finite and > 0 (the SLO the planner holds)", c.TTFTms, c.ITLms)
-	case c.TTFTPercentile != 0 && (c.TTFTPercentile < 50 || c.TTFTPercentile > 99.9) || !(c.TTFTPercentile >= 0):
-		return fmt.Errorf("planner.ttftPercentile: %g must be 0 (the mean) or 50-99.9, e.g. 90", c.TTFTPercentile)
-	case c.ITLPercentile != 0 && (c.ITLPercentile < 50 || c.ITLPercentile > 99.9) || !(c.ITLPercentile >= 0):
-		return fmt.Errorf("planner.itlPercentile: %g must be 0 (the mean) or 50-99.9, e.g. 90", c.ITLPercentile)
 	case !(c.TTFTTarget > 0 && c.TTFTTarget <= 1) || !(c.ITLTarget > 0 && c.ITLTarget <= 1):
 		return fmt.Errorf("planner.ttftTarget %g / itlTarget %g: fractions of the SLO in (0, 1]", c.TTFTTarget, c.ITLTarget)
 	case !(c.Interval >= 0.1 && c.Interval <= 3600):

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/planner"
 	"github.com/gpuplane/gpuplane/internal/sim"
+	"github.com/gpuplane/gpuplane/internal/slo"
 	"github.com/gpuplane/gpuplane/internal/strict"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
@@ -121,15 +122,10 @@ func (o SLO) validate() error {
 	if !(o.TTFTMs >= 0) || !(o.ITLMs >= 0) || math.IsInf(o.TTFTMs+o.ITLMs, 0) {
 		return fmt.Errorf("slo: ttftMs %g and itlMs %g must be finite and >= 0 (0: no target)", o.TTFTMs, o.ITLMs)
 	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"slo.ttftPercentile", o.TTFTPercentile}, {"slo.itlPercentile", o.ITLPercentile}} {
-		if f.v != 0 && !(f.v >= 50 && f.v <= 99.9) {
-			return fmt.Errorf("%s: %g must be 0 (the mean) or a percentile from 50 to 99.9, e.g. 90", f.name, f.v)
-		}
+	if err := slo.CheckPercentile("slo.ttftPercentile", o.TTFTPercentile); err != nil {
+		return err
 	}
-	return nil
+	return slo.CheckPercentile("slo.itlPercentile", o.ITLPercentile)
 }
 
 // Load reads and strictly decodes a scenario file.

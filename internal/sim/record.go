@@ -2,8 +2,8 @@ package sim
 
 import (
 	"math"
-	"strconv"
 
+	"github.com/gpuplane/gpuplane/internal/slo"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 
@@ -82,13 +82,6 @@ type Verdict struct {
 	ITLms        float64 `json:"itl_ms"`
 	ITLTargetms  float64 `json:"itl_target_ms"`
 	Met          bool    `json:"met"`
-}
-
-func stat(p float64) string {
-	if p <= 0 {
-		return "mean"
-	}
-	return "p" + strconv.FormatFloat(p, 'f', -1, 64)
 }
 
 type recorder struct {
@@ -235,8 +228,8 @@ func (r *recorder) summary(s *Sim) *Summary {
 		sum.GoodputRPS = float64(r.met) / s.now
 	}
 	if (r.cfg.TTFTSLO > 0 || r.cfg.ITLSLO > 0) && r.completed > 0 {
-		v := &Verdict{TTFTStat: stat(r.cfg.TTFTPercentile), TTFTms: sum.TTFTMeanms, TTFTTargetms: r.cfg.TTFTSLO * 1e3,
-			ITLStat: stat(r.cfg.ITLPercentile), ITLms: sum.ITLMeanms, ITLTargetms: r.cfg.ITLSLO * 1e3}
+		v := &Verdict{TTFTStat: slo.Stat(r.cfg.TTFTPercentile), TTFTms: sum.TTFTMeanms, TTFTTargetms: r.cfg.TTFTSLO * 1e3,
+			ITLStat: slo.Stat(r.cfg.ITLPercentile), ITLms: sum.ITLMeanms, ITLTargetms: r.cfg.ITLSLO * 1e3}
 		if r.cfg.TTFTPercentile > 0 {
 			v.TTFTms = r.ttft.quantile(r.cfg.TTFTPercentile / 100)
 		}
