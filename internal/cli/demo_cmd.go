@@ -139,7 +139,7 @@ func (c demoComparison) Rows() [][]string {
 		s := r.Summary
 		judged := "-"
 		if v := s.SLO; v != nil {
-			judged = fmt.Sprintf("%s: ttft %s %.0f, itl %s %.1f ms", map[bool]string{true: "met", false: "MISSED"}[v.Met], v.TTFTStat, v.TTFTms, v.ITLStat, v.ITLms)
+			judged = v.String()
 		}
 		rows = append(rows, []string{name, fmt.Sprintf("%.2f%%", 100*s.SLOAttainment), fmt.Sprintf("%.2f%%", 100*r.Before),
 			fmt.Sprintf("%.2f%%", 100*r.After), judged, fmt.Sprintf("%.0f", s.TTFTms.P99), fmt.Sprintf("%.2f", s.GPUHours)})

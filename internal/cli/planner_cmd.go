@@ -83,7 +83,7 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			default:
 				return fmt.Errorf("%w (a dry run, --dry-run, needs no cluster)", err)
 			}
-			if r.DryRun {
+			if r.DryRun && !once {
 				r.OnDecision = func(d planner.Decision, outcome string) {
 					fmt.Fprintf(g.stdout, "%s  prefill %d  decode %d  %s: %s\n", time.Now().UTC().Format(time.TimeOnly), d.Prefill, d.Decode, outcome, d.Reason)
 				}
@@ -91,7 +91,6 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if once {
-				r.OnDecision = nil
 				d, err := r.Tick(ctx, time.Now())
 				if err != nil {
 					return err

@@ -32,12 +32,7 @@ func (t simTable) Rows() [][]string {
 		{"gpu hours", fmt.Sprintf("%.3f", s.GPUHours)}, {"simulated", fmt.Sprintf("%.0f s", s.SimSeconds)},
 	}
 	if v := s.SLO; v != nil {
-		verdict := "met"
-		if !v.Met {
-			verdict = "MISSED"
-		}
-		rows = append(rows, []string{"slo (" + v.TTFTStat + " ttft, " + v.ITLStat + " itl)",
-			fmt.Sprintf("%s: ttft %.1f ms (target %g), itl %.2f ms (target %g)", verdict, v.TTFTms, v.TTFTTargetms, v.ITLms, v.ITLTargetms)})
+		rows = append(rows, []string{"slo", v.String()})
 	}
 	return rows
 }

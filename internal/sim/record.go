@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gpuplane/gpuplane/internal/slo"
@@ -82,6 +83,15 @@ type Verdict struct {
 	ITLms        float64 `json:"itl_ms"`
 	ITLTargetms  float64 `json:"itl_target_ms"`
 	Met          bool    `json:"met"`
+}
+
+// String is the verdict with the values judged and their targets.
+func (v Verdict) String() string {
+	word := "met"
+	if !v.Met {
+		word = "MISSED"
+	}
+	return fmt.Sprintf("%s: ttft %s %.0f ms (target %g), itl %s %.1f ms (target %g)", word, v.TTFTStat, v.TTFTms, v.TTFTTargetms, v.ITLStat, v.ITLms, v.ITLTargetms)
 }
 
 type recorder struct {
