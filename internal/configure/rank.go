@@ -205,6 +205,8 @@ func (s *search) violation(c Config) float64 {
 // miss reports the best latencies any engine reaches with one user.
 func (s *search) miss() *Miss {
 	m := &Miss{BestTTFTms: math.Inf(1), BestITLms: math.Inf(1), BestE2Ems: math.Inf(1)}
+	// A disaggregated deployment's best end to end is the fastest prompt then the fastest decode.
+	preBest, decBest := math.Inf(1), math.Inf(1)
 	for _, e := range s.engines {
 		if e.err != nil || len(e.points) == 0 {
 			continue
@@ -214,20 +216,12 @@ func (s *search) miss() *Miss {
 		case "agg":
 			m.BestTTFTms, m.BestITLms, m.BestE2Ems = min(m.BestTTFTms, p.TTFTms), min(m.BestITLms, p.ITLms), min(m.BestE2Ems, p.E2Ems)
 		case "prefill":
-			m.BestTTFTms = min(m.BestTTFTms, p.TTFTms)
+			preBest = min(preBest, p.TTFTms)
 		case "decode":
-			m.BestITLms = min(m.BestITLms, p.ITLms)
+			decBest = min(decBest, p.ITLms)
 		}
 	}
-	// Disaggregated only: the best end to end is the fastest prompt then the fastest decode.
-	preBest, decBest := math.Inf(1), math.Inf(1)
-	for _, e := range s.engines {
-		if e.err == nil && len(e.points) > 0 && e.role == "prefill" {
-			preBest = min(preBest, e.points[0].TTFTms)
-		} else if e.err == nil && len(e.points) > 0 && e.role == "decode" {
-			decBest = min(decBest, e.points[0].ITLms)
-		}
-	}
+	m.BestTTFTms, m.BestITLms = min(m.BestTTFTms, preBest), min(m.BestITLms, decBest)
 	m.BestE2Ems = min(m.BestE2Ems, preBest+float64(s.r.OSL-1)*decBest)
 	var parts []string
 	add := func(name string, best, target float64) {

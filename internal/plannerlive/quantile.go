@@ -71,9 +71,6 @@ func (b buckets) quantile(q float64) float64 {
 	}
 	rank := q * total
 	lower, below := 0.0, 0.0
-	if bounds[0] < 0 || math.IsNaN(bounds[0]) {
-		return 0 // latency buckets start at zero
-	}
 	for _, ub := range bounds {
 		c := b[ub]
 		if c >= rank {
