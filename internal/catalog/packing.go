@@ -17,9 +17,42 @@ type DeviceCount struct {
 // MIG geometry of the A100/H100/H200/B200 generation: eight memory
 // slices and seven compute slices per GPU.
 const (
-	migMemorySlices  = 8
-	migComputeSlices = 7
+	MIGMemorySlices  = 8
+	MIGComputeSlices = 7
 )
+
+// Slices reads the profile's memory slices (of eight) from its memory
+// fraction and its compute slices from its name ("3g.40gb": three).
+func (p MIGProfile) Slices() (memory, compute int, err error) {
+	memory = int(math.Round(p.MemoryFraction * MIGMemorySlices))
+	compute, err = strconv.Atoi(strings.SplitN(p.Profile, "g", 2)[0])
+	if err != nil || memory < 1 || compute < 1 {
+		return 0, 0, fmt.Errorf("MIG profile %s of %s: cannot read its compute and memory slices", p.Profile, p.GPU)
+	}
+	return memory, compute, nil
+}
+
+// Placements are the memory slices an instance may start at (NVIDIA's
+// rule on A100/H100/H200): multiples of its size, as many as its instance
+// limit allows; a media-extension profile (+me), one a GPU, wherever a
+// plain instance of its size fits.
+func (p MIGProfile) Placements() []int {
+	size, _, err := p.Slices()
+	if err != nil {
+		return nil
+	}
+	var out []int
+	if strings.Contains(p.Profile, "+me") {
+		for s := 0; s+size <= MIGMemorySlices && s < MIGComputeSlices; s += size {
+			out = append(out, s)
+		}
+		return out
+	}
+	for k := 0; k < p.MaxInstances && (k+1)*size <= MIGMemorySlices; k++ {
+		out = append(out, k*size)
+	}
+	return out
+}
 
 // PhysicalGPUs is the number of whole GPUs the devices occupy under the
 // real placement rules: a whole GPU is one; MIG instances of one GPU
@@ -32,7 +65,11 @@ const (
 func (c *Catalog) PhysicalGPUs(use []DeviceCount) int {
 	total := 0
 	mig := map[string][]migItem{} // by GPU model
-	vgpu := map[string]int{}      // by GPU model and fraction
+	type share struct {
+		gpu    string
+		perGPU int
+	}
+	vgpu := map[share]int{} // by GPU model and shares a GPU holds
 	for _, u := range use {
 		if u.N <= 0 {
 			continue
@@ -47,22 +84,13 @@ func (c *Catalog) PhysicalGPUs(use []DeviceCount) int {
 			it.n = u.N
 			mig[u.Device.GPU.Name] = append(mig[u.Device.GPU.Name], it)
 		case SliceVGPU:
-			vgpu[u.Device.GPU.Name+"|"+u.Device.Slice] += u.N
-			if perGPU := int(math.Floor(1/u.Device.ComputeFraction + 1e-9)); perGPU < 1 {
-				total += u.N
-				vgpu[u.Device.GPU.Name+"|"+u.Device.Slice] -= u.N
-			}
+			vgpu[share{u.Device.GPU.Name, vgpuPerGPU(u.Device)}] += u.N
 		default:
 			total += u.N
 		}
 	}
-	for key, n := range vgpu {
-		if n <= 0 {
-			continue
-		}
-		frac, _ := ParseFraction(key[strings.Index(key, "|")+1:])
-		perGPU := max(1, int(math.Floor(1/frac+1e-9)))
-		total += (n + perGPU - 1) / perGPU
+	for sh, n := range vgpu {
+		total += (n + sh.perGPU - 1) / sh.perGPU
 	}
 	for _, items := range mig {
 		if n, ok := packMIGExact(items); ok {
@@ -77,6 +105,7 @@ func (c *Catalog) PhysicalGPUs(use []DeviceCount) int {
 type migItem struct {
 	profile         string
 	memory, compute int
+	starts          []int // placements
 	maxPerGPU       int
 	n               int
 }
@@ -86,12 +115,11 @@ func (c *Catalog) migItem(d Device) (migItem, bool) {
 		if p.Profile != d.Slice {
 			continue
 		}
-		mem := int(math.Round(p.MemoryFraction * migMemorySlices))
-		g, err := strconv.Atoi(strings.SplitN(p.Profile, "g", 2)[0])
-		if err != nil || mem < 1 || g < 1 {
+		mem, g, err := p.Slices()
+		if err != nil {
 			return migItem{}, false
 		}
-		return migItem{profile: p.Profile, memory: mem, compute: g, maxPerGPU: max(p.MaxInstances, 1)}, true
+		return migItem{profile: p.Profile, memory: mem, compute: g, starts: p.Placements(), maxPerGPU: max(p.MaxInstances, 1)}, true
 	}
 	return migItem{}, false
 }
@@ -117,18 +145,18 @@ func (g *migGPU) full(smallest migItem) bool {
 // migFeasible reports whether the instances fit one GPU together.
 func migFeasible(items []migItem) bool {
 	count := map[string]int{}
-	var dfs func(i int, used [migMemorySlices]bool, compute int) bool
-	dfs = func(i int, used [migMemorySlices]bool, compute int) bool {
+	var dfs func(i int, used [MIGMemorySlices]bool, compute int) bool
+	dfs = func(i int, used [MIGMemorySlices]bool, compute int) bool {
 		if i == len(items) {
 			return true
 		}
 		it := items[i]
-		if compute+it.compute > migComputeSlices || count[it.profile] >= it.maxPerGPU {
+		if compute+it.compute > MIGComputeSlices || count[it.profile] >= it.maxPerGPU {
 			return false
 		}
-		for k := 0; k < it.maxPerGPU && (k+1)*it.memory <= migMemorySlices; k++ {
+		for _, start := range it.starts {
 			u, ok := used, true
-			for s := k * it.memory; s < (k+1)*it.memory; s++ {
+			for s := start; s < start+it.memory; s++ {
 				ok = ok && !u[s]
 				u[s] = true
 			}
@@ -144,7 +172,7 @@ func migFeasible(items []migItem) bool {
 		}
 		return false
 	}
-	return dfs(0, [migMemorySlices]bool{}, 0)
+	return dfs(0, [MIGMemorySlices]bool{}, 0)
 }
 
 // packMIGExact is the fewest GPUs that hold the instances, by dynamic
@@ -165,7 +193,7 @@ func packMIGExact(items []migItem) (int, bool) {
 	if len(kinds) == 1 { // one profile: as many a GPU as fit
 		k := kinds[0]
 		per := 0
-		for c := 1; c <= min(k.maxPerGPU, migComputeSlices); c++ {
+		for c := 1; c <= min(k.maxPerGPU, MIGComputeSlices); c++ {
 			on := make([]migItem, c)
 			for i := range on {
 				on[i] = k
@@ -204,7 +232,7 @@ func packMIGExact(items []migItem) (int, bool) {
 			}
 			return
 		}
-		for c := 0; c <= min(kinds[i].maxPerGPU, kinds[i].n, migComputeSlices); c++ {
+		for c := 0; c <= min(kinds[i].maxPerGPU, kinds[i].n, MIGComputeSlices); c++ {
 			cur[i] = c
 			enum(i + 1)
 		}
@@ -326,11 +354,14 @@ func (c *Catalog) Occupancy(d Device) float64 {
 	switch d.Kind {
 	case SliceMIG:
 		if it, ok := c.migItem(d); ok {
-			return math.Max(float64(it.memory)/migMemorySlices, float64(it.compute)/migComputeSlices)
+			return math.Max(float64(it.memory)/MIGMemorySlices, float64(it.compute)/MIGComputeSlices)
 		}
 		return 1
 	case SliceVGPU:
-		return 1 / math.Max(1, math.Floor(1/d.ComputeFraction+1e-9))
+		return 1 / float64(vgpuPerGPU(d))
 	}
 	return 1
 }
+
+// vgpuPerGPU is how many shares of d's size one GPU holds (at least one).
+func vgpuPerGPU(d Device) int { return max(1, int(math.Floor(1/d.ComputeFraction+1e-9))) }

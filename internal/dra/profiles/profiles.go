@@ -168,31 +168,17 @@ func Discover(c *catalog.Catalog, p Profile, n Node) (*inventory.Node, error) {
 	return inv, nil
 }
 
-// migOf derives a GPU's MIG profiles and placements from the catalog: a
-// profile of s memory slices starts at multiples of s, as many times as its
-// instance limit allows (NVIDIA's placement rule on A100/H100/H200).
+// migOf derives a GPU's MIG profiles and placements from the catalog
+// (catalog.MIGProfile.Slices and Placements).
 func migOf(c *catalog.Catalog, g *catalog.GPU, node string, gpu int, layout []string) (*inventory.MIG, error) {
-	const memSlices, computeSlices = 8, 7
-	m := &inventory.MIG{MemorySlices: memSlices, ComputeSlices: computeSlices}
+	m := &inventory.MIG{MemorySlices: catalog.MIGMemorySlices, ComputeSlices: catalog.MIGComputeSlices}
 	for _, cp := range c.MIG[g.Name] {
-		size := int(math.Round(cp.MemoryFraction * memSlices))
-		gs, err := strconv.Atoi(strings.SplitN(cp.Profile, "g", 2)[0])
-		if err != nil || size < 1 {
-			return nil, fmt.Errorf("MIG profile %s of %s: cannot read its compute and memory slices", cp.Profile, g.Name)
+		size, gs, err := cp.Slices()
+		if err != nil {
+			return nil, err
 		}
-		p := inventory.MIGProfile{Name: cp.Profile, ComputeSlices: gs, MemorySlices: size,
-			MemoryBytes: gib(cp.MemoryGiB), Multiprocessors: cp.SMs}
-		for k := 0; k < cp.MaxInstances && (k+1)*size <= memSlices; k++ {
-			p.Placements = append(p.Placements, k*size)
-		}
-		if strings.Contains(cp.Profile, "+me") {
-			// One media-extension instance per GPU, wherever a plain instance of its size fits.
-			p.Placements = nil
-			for s := 0; s+size <= memSlices && s < computeSlices; s += size {
-				p.Placements = append(p.Placements, s)
-			}
-		}
-		m.Profiles = append(m.Profiles, p)
+		m.Profiles = append(m.Profiles, inventory.MIGProfile{Name: cp.Profile, ComputeSlices: gs, MemorySlices: size,
+			MemoryBytes: gib(cp.MemoryGiB), Multiprocessors: cp.SMs, Placements: cp.Placements()})
 	}
 	if len(m.Profiles) == 0 {
 		return nil, fmt.Errorf("%s has no MIG profiles in the catalog", g.Name)
@@ -201,7 +187,7 @@ func migOf(c *catalog.Catalog, g *catalog.GPU, node string, gpu int, layout []st
 		return m, nil
 	}
 	m.Enabled = true
-	used := make([]bool, memSlices)
+	used := make([]bool, catalog.MIGMemorySlices)
 	for _, name := range layout {
 		p, ok := m.Profile(name)
 		if !ok {
