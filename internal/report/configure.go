@@ -29,16 +29,7 @@ func ParetoSVG(res *configure.Result) template.HTML {
 	sb.WriteString(`<text x="64" y="18" font-size="13" font-weight="bold">Throughput per GPU against interactivity</text>`)
 	fmt.Fprintf(&sb, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/><line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/>`,
 		l, h-b, w-r, h-b, l, t, l, h-b)
-	for xv := 0.0; xv <= topX+stepX/2; xv += stepX {
-		anchor := "middle"
-		if x(xv) > w-r-12 {
-			anchor = "end"
-		}
-		fmt.Fprintf(&sb, `<text x="%.1f" y="%g" font-size="10" text-anchor="%s">%s</text>`, x(xv), h-b+14, anchor, label(xv))
-	}
-	for yv := 0.0; yv <= topY+stepY/2; yv += stepY {
-		fmt.Fprintf(&sb, `<text x="%g" y="%.1f" font-size="10" text-anchor="end">%s</text>`, l-4, y(yv)+3, label(yv))
-	}
+	axisLabels(&sb, topX, stepX, topY, stepY, x, y, h-b+14, l-4, w-r, "")
 	fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="11" text-anchor="middle">output tokens/s per user</text>`, (l+w-r)/2, h-8)
 	fmt.Fprintf(&sb, `<text x="14" y="%g" font-size="11" transform="rotate(-90 14 %g)" text-anchor="middle">output tokens/s per GPU</text>`, (t+h-b)/2, (t+h-b)/2)
 	if res.SLA.ITLms > 0 {

@@ -47,6 +47,23 @@ func niceTicks(max float64, n int) (top, step float64) {
 // label prints a tick value without float noise.
 func label(v float64) string { return strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64) }
 
+// axisLabels writes the tick values of both axes: under the x axis at
+// baseline (suffix after each, "s" for seconds; the last one anchored at
+// its end when it is near right, so that it stays inside the picture) and
+// left of the y axis at yAxisX.
+func axisLabels(sb *strings.Builder, topX, stepX, topY, stepY float64, x, y func(float64) float64, baseline, yAxisX, right float64, suffix string) {
+	for v := 0.0; v <= topX+stepX/2; v += stepX {
+		anchor := "middle"
+		if x(v) > right-12 {
+			anchor = "end"
+		}
+		fmt.Fprintf(sb, `<text x="%.1f" y="%g" font-size="10" text-anchor="%s">%s%s</text>`, x(v), baseline, anchor, label(v), suffix)
+	}
+	for v := 0.0; v <= topY+stepY/2; v += stepY {
+		fmt.Fprintf(sb, `<text x="%g" y="%.1f" font-size="10" text-anchor="end">%s</text>`, yAxisX, y(v)+3, label(v))
+	}
+}
+
 // SVG draws the chart against times (seconds). A NaN value is an interval
 // with nothing to show (no completions): the line breaks there.
 func (c Chart) SVG(times []float64) template.HTML {
@@ -72,16 +89,7 @@ func (c Chart) SVG(times []float64) template.HTML {
 	fmt.Fprintf(&sb, `<text x="%g" y="16" font-size="13" font-weight="bold">%s</text>`, l, template.HTMLEscapeString(c.Title))
 	fmt.Fprintf(&sb, `<line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/><line x1="%g" y1="%g" x2="%g" y2="%g" stroke="#888"/>`,
 		l, h-b, w-r, h-b, l, t, l, h-b)
-	for v := 0.0; v <= topY+stepY/2; v += stepY {
-		fmt.Fprintf(&sb, `<text x="%g" y="%g" font-size="10" text-anchor="end">%s</text>`, l-4, y(v)+3, label(v))
-	}
-	for v := 0.0; v <= topX+stepX/2; v += stepX {
-		anchor := "middle"
-		if x(v) > w-r-12 {
-			anchor = "end" // the last label stays inside the picture
-		}
-		fmt.Fprintf(&sb, `<text x="%.1f" y="%g" font-size="10" text-anchor="%s">%ss</text>`, x(v), h-b+14, anchor, label(v))
-	}
+	axisLabels(&sb, topX, stepX, topY, stepY, x, y, h-b+14, l-4, w-r, "s")
 	fmt.Fprintf(&sb, `<text x="4" y="%g" font-size="10">%s</text>`, t+8, template.HTMLEscapeString(c.Unit))
 	for i, ln := range c.Lines {
 		col := palette[i%len(palette)]
