@@ -65,16 +65,24 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 
 // teardown destroys a prepared claim's dynamic partitions and CDI spec.
 func (d *Driver) teardown(uid types.UID, pc PreparedClaim) error {
-	var err error
-	for _, dev := range pc.Devices {
-		if dev.Dynamic && dev.UUID != "" {
-			if e := d.cfg.Partitioner.Destroy(dev.GPUUUID, dev.Profile, dev.Start); e != nil && err == nil {
-				err = fmt.Errorf("destroy MIG %s at %d on %s: %w", dev.Profile, dev.Start, dev.GPUUUID, e)
-			}
-		}
-	}
+	err := d.destroyPartitions(pc.Devices)
 	if e := d.cdi.RemoveSpec(cdiSpecName(uid)); e != nil && err == nil {
 		err = fmt.Errorf("remove CDI spec: %w", e)
+	}
+	return err
+}
+
+// destroyPartitions destroys the dynamic partitions among devs, all of
+// them even when one fails, and returns the first failure.
+func (d *Driver) destroyPartitions(devs []PreparedDevice) error {
+	var err error
+	for _, dev := range devs {
+		if !dev.Dynamic {
+			continue
+		}
+		if e := d.cfg.Partitioner.Destroy(dev.GPUUUID, dev.Profile, dev.Start); e != nil && err == nil {
+			err = fmt.Errorf("destroy MIG %s at %d on %s: %w", dev.Profile, dev.Start, dev.GPUUUID, e)
+		}
 	}
 	return err
 }
@@ -133,24 +141,19 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim, held map[types.UID]Prepar
 		}
 		uuid, err := d.cfg.Partitioner.Create(dev.GPUUUID, dev.Profile, dev.Start)
 		if err != nil {
-			for _, done := range pc.Devices[:i] {
-				if done.Dynamic {
-					_ = d.cfg.Partitioner.Destroy(done.GPUUUID, done.Profile, done.Start)
-				}
+			err = fmt.Errorf("create MIG %s at %d on %s: %w", dev.Profile, dev.Start, dev.GPUUUID, err)
+			if e := d.destroyPartitions(pc.Devices[:i]); e != nil {
+				err = fmt.Errorf("%w; and undoing: %v", err, e)
 			}
-			return pc, fmt.Errorf("create MIG %s at %d on %s: %w", dev.Profile, dev.Start, dev.GPUUUID, err)
+			return pc, err
 		}
 		pc.Devices[i].UUID = uuid
 	}
 	ids, err := d.writeSpec(d.cdi, c.UID, pc.Devices)
 	if err != nil {
 		// The partitions made above must not outlive the failed prepare.
-		for _, dev := range pc.Devices {
-			if dev.Dynamic {
-				if e := d.cfg.Partitioner.Destroy(dev.GPUUUID, dev.Profile, dev.Start); e != nil {
-					err = fmt.Errorf("%w; and undoing MIG %s at %d on %s: %v", err, dev.Profile, dev.Start, dev.GPUUUID, e)
-				}
-			}
+		if e := d.destroyPartitions(pc.Devices); e != nil {
+			err = fmt.Errorf("%w; and undoing: %v", err, e)
 		}
 		return pc, err
 	}

@@ -26,8 +26,7 @@ func (d *Driver) reconcile(ctx context.Context) {
 			if !dev.Dynamic {
 				continue
 			}
-			key := fmt.Sprintf("%s/%s/%d", dev.GPUUUID, dev.Profile, dev.Start)
-			held[key] = true
+			held[partitionKey(dev.GPUUUID, dev.Profile, dev.Start)] = true
 			if r, ok := d.cfg.Partitioner.(Restorer); ok {
 				if err := r.Restore(dev.GPUUUID, dev.Profile, dev.Start); err != nil {
 					log.Error(err, "checkpointed MIG partition cannot be restored", "claim", uid, "gpu", dev.GPUUUID, "profile", dev.Profile, "start", dev.Start)
@@ -43,7 +42,7 @@ func (d *Driver) reconcile(ctx context.Context) {
 			continue
 		}
 		for _, in := range g.MIG.Instances {
-			if held[fmt.Sprintf("%s/%s/%d", g.UUID, in.Profile, in.Start)] {
+			if held[partitionKey(g.UUID, in.Profile, in.Start)] {
 				continue
 			}
 			o := fmt.Sprintf("MIG %s at %d on %s (%s)", in.Profile, in.Start, g.UUID, in.UUID)
@@ -52,6 +51,10 @@ func (d *Driver) reconcile(ctx context.Context) {
 				"partition", o)
 		}
 	}
+}
+
+func partitionKey(gpu, profile string, start int) string {
+	return fmt.Sprintf("%s/%s/%d", gpu, profile, start)
 }
 
 // Orphans lists the partitions found at start that no claim holds.
