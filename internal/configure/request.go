@@ -12,6 +12,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/slo"
 )
 
@@ -45,7 +46,6 @@ const (
 	MaxRequestRate = 1_000_000  // req/s
 	MaxConcurrency = 10_000_000 // users
 	MaxPoolDevices = 1_000_000  // devices of one kind
-	maxTokens      = 10_000_000
 )
 
 // SLA is the latency target in milliseconds; zero means no limit. A
@@ -113,8 +113,8 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("requestRate: %g must be 0 to %g req/s", r.RequestRate, float64(MaxRequestRate))
 	case r.Concurrency < 0 || r.Concurrency > MaxConcurrency:
 		return fmt.Errorf("concurrency: %d must be 0 to %d users", r.Concurrency, MaxConcurrency)
-	case r.ISL > maxTokens || r.OSL > maxTokens:
-		return fmt.Errorf("isl %d and osl %d: at most %d tokens", r.ISL, r.OSL, maxTokens)
+	case r.ISL > estimate.MaxTokens || r.OSL > estimate.MaxTokens: // a request's bound, as estimate's
+		return fmt.Errorf("isl %d and osl %d: at most %d tokens", r.ISL, r.OSL, estimate.MaxTokens)
 	case r.RequestRate > 0 && r.Concurrency > 0:
 		return fmt.Errorf("requestRate and concurrency: give one load, not both")
 	case !(r.MaxGPUs >= 0) || !(r.MaxCostPerHour >= 0) || math.IsInf(r.MaxGPUs+r.MaxCostPerHour, 0):
