@@ -4,18 +4,28 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuplane/gpuplane/internal/configure"
 )
 
-// DefaultImages are the engines' public images; pin a version with --image.
+// DefaultImages are the engines' public images, pinned to releases whose
+// flags EngineArgs writes; override with --image.
 var DefaultImages = map[string]string{
-	"vllm":   "vllm/vllm-openai:latest",
-	"sglang": "lmsysorg/sglang:latest",
-	"trtllm": "nvcr.io/nvidia/tensorrt-llm/release:latest",
+	"vllm":   "vllm/vllm-openai:v0.11.0",
+	"sglang": "lmsysorg/sglang:v0.5.3-cu126",
+	"trtllm": "nvcr.io/nvidia/tensorrt-llm/release:1.0.0",
 }
+
+// Emulate is the backend that runs gpuplane's emulated engine in place of
+// a real one (no GPU needed), from gpuplane's own image.
+const Emulate = "emulate"
+
+// cacheDir is where engines keep downloaded weights (Hugging Face's cache).
+const cacheDir = "/root/.cache/huggingface"
 
 // configDir is where extra engine configuration is mounted.
 const configDir = "/etc/gpuplane"
@@ -29,6 +39,9 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func EngineArgs(backend, model string, p *configure.Pool) []string {
 	pp := max(p.PP, 1)
 	switch backend {
+	case Emulate:
+		return []string{"gpuplane", "emulate", "--model", model, "--gpu", p.Device, "--tp", itoa(p.TP), "--role", p.Role,
+			"--max-num-seqs", itoa(p.Batch), "--host", "0.0.0.0", "--port", itoa(Port)}
 	case "sglang":
 		a := []string{"python3", "-m", "sglang.launch_server", "--model-path", model, "--host", "0.0.0.0", "--port", itoa(Port),
 			"--tp", itoa(p.TP), "--max-running-requests", itoa(p.Batch)}
@@ -85,21 +98,33 @@ func (o *Options) container(p *configure.Pool) (corev1.Container, map[string]str
 	image := o.Image
 	if image == "" {
 		image = DefaultImages[o.Backend]
+		if o.Backend == Emulate {
+			image = o.FrontendImage
+		}
 	}
 	args := append(EngineArgs(o.Backend, o.Model, p), o.precisionArgs()...)
+	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(Port)}}
 	c := corev1.Container{
 		Name:    "engine",
 		Image:   image,
 		Command: args[:1],
 		Args:    args[1:],
 		Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: Port}},
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(Port)}},
-			PeriodSeconds: 10,
-		},
+		// Loading weights takes minutes: the startup probe allows 30 of
+		// them before liveness starts counting.
+		StartupProbe:   &corev1.Probe{ProbeHandler: health, PeriodSeconds: 10, FailureThreshold: 180},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: health, PeriodSeconds: 5, FailureThreshold: 3},
+		LivenessProbe:  &corev1.Probe{ProbeHandler: health, PeriodSeconds: 15, FailureThreshold: 4, TimeoutSeconds: 5},
+		Env:            []corev1.EnvVar{{Name: "HF_HOME", Value: cacheDir}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "model-cache", MountPath: cacheDir},
+			{Name: "shm", MountPath: "/dev/shm"}},
+	}
+	if o.HFTokenSecret != "" {
+		c.Env = append(c.Env, corev1.EnvVar{Name: "HF_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: o.HFTokenSecret}, Key: "HF_TOKEN", Optional: ptr.To(true)}}})
 	}
 	if o.Backend == "trtllm" && p.Role != "agg" {
-		c.VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: configDir, ReadOnly: true}}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: configDir, ReadOnly: true})
 		return c, map[string]string{"disagg.yaml": trtllmDisagg}
 	}
 	return c, nil
@@ -122,6 +147,18 @@ func (o *Options) precisionArgs() []string {
 		}
 	}
 	return a
+}
+
+// volumes are the model cache (a claim, or an emptyDir) and shared memory
+// for the engine's worker processes (NCCL and the tokenizer pool use it).
+func (o *Options) volumes() []corev1.Volume {
+	cache := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	if o.ModelCacheClaim != "" {
+		cache = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: o.ModelCacheClaim}}
+	}
+	shm := resource.MustParse("16Gi")
+	return []corev1.Volume{{Name: "model-cache", VolumeSource: cache},
+		{Name: "shm", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &shm}}}}
 }
 
 func extraVolumes(extra map[string]string, name string) []corev1.Volume {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -48,6 +49,17 @@ type Options struct {
 	Quantization string
 	KVCache      string
 	Catalog      *catalog.Catalog
+	// HFTokenSecret names a Secret whose key HF_TOKEN the workers read
+	// (optional in the pod, so public models start without it).
+	HFTokenSecret string
+	// ModelCacheClaim is a PersistentVolumeClaim for the model cache;
+	// empty: an emptyDir per pod.
+	ModelCacheClaim string
+	// NodeSelector replaces the default GPU node selector.
+	NodeSelector map[string]string
+	// FrontendImage is gpuplane's image, which runs the router (and the
+	// emulated engine); default: DefaultGPUPlaneImage.
+	FrontendImage string
 }
 
 // Port is the engines' HTTP port.
@@ -86,11 +98,26 @@ func (o *Options) normalise() error {
 	if o.Model == "" || o.Backend == "" {
 		return fmt.Errorf("manifest: model and backend are required")
 	}
+	if o.FrontendImage == "" {
+		o.FrontendImage = DefaultGPUPlaneImage
+	}
 	return nil
 }
 
 // Kubernetes renders the configuration as a multi-document YAML stream.
 func Kubernetes(c configure.Config, o Options) ([]byte, error) {
+	objs, err := Objects(c, o)
+	if err != nil {
+		return nil, err
+	}
+	return render(objs)
+}
+
+// Objects are the configuration's objects: per pool a claim template,
+// workload and Service, then the router in front of them. A pool that
+// spans nodes is a LeaderWorkerSet, written as an unstructured map; the
+// rest are typed API objects.
+func Objects(c configure.Config, o Options) ([]any, error) {
 	if err := o.normalise(); err != nil {
 		return nil, err
 	}
@@ -99,13 +126,13 @@ func Kubernetes(c configure.Config, o Options) ([]byte, error) {
 		if p == nil {
 			continue
 		}
-		po, err := o.pool(p)
+		po, err := o.pool(p, max(c.Copies, 1))
 		if err != nil {
 			return nil, fmt.Errorf("%s pool: %w", p.Role, err)
 		}
 		objs = append(objs, po...)
 	}
-	return render(objs)
+	return append(objs, o.frontend(c.Mode)...), nil
 }
 
 func render(objs []any) ([]byte, error) {
@@ -123,41 +150,61 @@ func render(objs []any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// labels mark every object of a component; selector picks its pods.
+func (o *Options) labels(role string) map[string]string {
+	return map[string]string{
+		"app.kubernetes.io/name":       o.Name,
+		"app.kubernetes.io/component":  role,
+		"app.kubernetes.io/managed-by": "gpuplane",
+		"gpuplane.io/role":             role,
+	}
+}
+
+func (o *Options) selector(role string) map[string]string {
+	return map[string]string{"app.kubernetes.io/name": o.Name, "gpuplane.io/role": role}
+}
+
+// Selector is the label selector of a pool's pods, as text.
+func (o *Options) Selector(role string) string {
+	return "app.kubernetes.io/name=" + o.Name + ",gpuplane.io/role=" + role
+}
+
 func (o *Options) meta(name string, labels map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: o.Namespace, Labels: labels}
 }
 
 // pool renders one pool: claim template, workload and service.
-func (o *Options) pool(p *configure.Pool) ([]any, error) {
+func (o *Options) pool(p *configure.Pool, copies int) ([]any, error) {
 	dev, err := o.Catalog.Device(p.Device, "")
 	if err != nil {
 		return nil, err
 	}
 	name := o.Name + "-" + p.Role
-	labels := map[string]string{
-		"app.kubernetes.io/name":       o.Name,
-		"app.kubernetes.io/component":  p.Role,
-		"app.kubernetes.io/managed-by": "gpuplane",
-		"gpuplane.io/role":             p.Role,
-	}
+	labels := o.labels(p.Role)
 	pp := max(p.PP, 1)
 	rct := o.claimTemplate(name+"-gpus", labels, dev, p.TP)
 	container, extra := o.container(p)
 	claimName := "gpus"
 	container.Resources.Claims = []corev1.ResourceClaim{{Name: claimName}}
 	tmplName := rct.Name
+	nodeSelector := o.NodeSelector
+	if nodeSelector == nil {
+		nodeSelector = map[string]string{"nvidia.com/gpu.present": "true"}
+	}
 	podSpec := corev1.PodSpec{
 		Containers:     []corev1.Container{container},
 		ResourceClaims: []corev1.PodResourceClaim{{Name: claimName, ResourceClaimTemplateName: &tmplName}},
-		NodeSelector:   map[string]string{"nvidia.com/gpu.present": "true"},
+		NodeSelector:   nodeSelector,
+		// Engines drain requests in flight on SIGTERM.
+		TerminationGracePeriodSeconds: ptr.To[int64](60),
 	}
-	podSpec.Volumes = append(podSpec.Volumes, extraVolumes(extra, name)...)
+	podSpec.Volumes = append(o.volumes(), extraVolumes(extra, name)...)
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec}
 	objs := []any{rct}
 	if extra != nil {
 		objs = append(objs, configMap(o, name+"-config", labels, extra))
 	}
-	replicas := int32(p.Workers)
+	replicas := int32(p.Workers * copies)
 	if pp > 1 {
 		// One worker spans pp nodes: a LeaderWorkerSet keeps each group together.
 		objs = append(objs, leaderWorkerSet(o.meta(name, labels), replicas, int32(pp), tmpl))
@@ -167,7 +214,7 @@ func (o *Options) pool(p *configure.Pool) ([]any, error) {
 			ObjectMeta: o.meta(name, labels),
 			Spec: appsv1.DeploymentSpec{
 				Replicas: &replicas,
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": o.Name, "gpuplane.io/role": p.Role}},
+				Selector: &metav1.LabelSelector{MatchLabels: o.selector(p.Role)},
 				Template: tmpl,
 			},
 		})
@@ -176,7 +223,7 @@ func (o *Options) pool(p *configure.Pool) ([]any, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: o.meta(name, labels),
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{"app.kubernetes.io/name": o.Name, "gpuplane.io/role": p.Role},
+			Selector: o.selector(p.Role),
 			Ports:    []corev1.ServicePort{{Name: "http", Port: Port, TargetPort: intstr.FromInt32(Port)}},
 		},
 	})

@@ -87,8 +87,8 @@ func TestKubernetesObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := strings.Split(string(out), "\n---\n")
-	if len(docs) != 6 {
-		t.Fatalf("%d documents, want claim template, deployment and service per pool", len(docs))
+	if len(docs) != 11 {
+		t.Fatalf("%d documents, want claim template, deployment and service per pool, and the frontend's account, role, binding, deployment and service", len(docs))
 	}
 	kinds := map[string]int{}
 	for _, d := range docs {
@@ -105,6 +105,27 @@ func TestKubernetesObjects(t *testing.T) {
 			}
 			c := dep.Spec.Template.Spec.Containers[0]
 			role := dep.Labels["gpuplane.io/role"]
+			if role == "frontend" {
+				// The router finds each pool by the labels the pools' pods carry.
+				args := strings.Join(c.Args, " ")
+				for _, r := range []string{"prefill", "decode"} {
+					if !strings.Contains(args, "--"+r+"-selector app.kubernetes.io/name=qwen3-32b-fp8,gpuplane.io/role="+r) {
+						t.Errorf("frontend args %q do not select the %s pods", args, r)
+					}
+				}
+				if dep.Spec.Template.Spec.ServiceAccountName != dep.Name || len(dep.Spec.Template.Spec.ResourceClaims) != 0 {
+					t.Errorf("frontend: service account %q, claims %v", dep.Spec.Template.Spec.ServiceAccountName, dep.Spec.Template.Spec.ResourceClaims)
+				}
+				continue
+			}
+			for _, probe := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe, c.LivenessProbe} {
+				if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/health" {
+					t.Errorf("%s: startup, readiness and liveness probes on /health, got %+v", role, probe)
+				}
+			}
+			if strings.HasSuffix(c.Image, ":latest") || !strings.Contains(c.Image, ":") {
+				t.Errorf("%s: image %q is not pinned", role, c.Image)
+			}
 			want := map[string]int32{"prefill": 3, "decode": 2}[role]
 			if *dep.Spec.Replicas != want {
 				t.Errorf("%s replicas %d, want %d", role, *dep.Spec.Replicas, want)
@@ -136,7 +157,7 @@ func TestKubernetesObjects(t *testing.T) {
 			}
 		}
 	}
-	if kinds["Deployment"] != 2 || kinds["ResourceClaimTemplate"] != 2 || kinds["Service"] != 2 {
+	if kinds["Deployment"] != 3 || kinds["ResourceClaimTemplate"] != 2 || kinds["Service"] != 3 || kinds["Role"] != 1 || kinds["RoleBinding"] != 1 {
 		t.Errorf("kinds %v", kinds)
 	}
 }
