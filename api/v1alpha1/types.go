@@ -183,6 +183,12 @@ type PlannerSpec struct {
 	// +kubebuilder:default=120
 	// +optional
 	StartupSeconds int32 `json:"startupSeconds,omitempty"`
+	// ScaleDownSeconds is how long a pool waits after any scale event, and
+	// how long the need must have gone, before it shrinks (default 180).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	ScaleDownSeconds *int32 `json:"scaleDownSeconds,omitempty"`
 	// MaxPrefill and MaxDecode cap each pool (0: the budget decides).
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1024

@@ -110,7 +110,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringArrayVar(&g.catalogFiles, "catalog", nil, "extra catalog file (YAML with gpus, models, mig, vgpu); repeatable")
 	pf.StringVar(&g.paramsFile, "params", "", "performance-model parameter file (default: the embedded calibrated one)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail to stderr")
-	root.AddCommand(newVersionCmd(g), newCatalogCmd(g), newEstimateCmd(g), newCalibrateCmd(g), newDevCmd(g), newSimulateCmd(g), newConfigureCmd(g), newDemoCmd(g), newPlannerCmd(g), newDRADriverCmd(g), newExplainCmd(g), newEmulateCmd(g), newBenchCmd(g), newFrontendCmd(g))
+	root.AddCommand(newVersionCmd(g), newCatalogCmd(g), newEstimateCmd(g), newCalibrateCmd(g), newDevCmd(g), newSimulateCmd(g), newConfigureCmd(g), newDemoCmd(g), newPlannerCmd(g), newDRADriverCmd(g), newExplainCmd(g), newEmulateCmd(g), newBenchCmd(g), newFrontendCmd(g), newControllerCmd(g))
 	return root
 }
 

@@ -57,6 +57,8 @@ type Options struct {
 	ModelCacheClaim string
 	// NodeSelector replaces the default GPU node selector.
 	NodeSelector map[string]string
+	// Labels are added to every object and pod.
+	Labels map[string]string
 	// FrontendImage is gpuplane's image, which runs the router (and the
 	// emulated engine); default: DefaultGPUPlaneImage.
 	FrontendImage string
@@ -152,12 +154,16 @@ func render(objs []any) ([]byte, error) {
 
 // labels mark every object of a component; selector picks its pods.
 func (o *Options) labels(role string) map[string]string {
-	return map[string]string{
+	l := map[string]string{
 		"app.kubernetes.io/name":       o.Name,
 		"app.kubernetes.io/component":  role,
 		"app.kubernetes.io/managed-by": "gpuplane",
 		"gpuplane.io/role":             role,
 	}
+	for k, v := range o.Labels {
+		l[k] = v
+	}
+	return l
 }
 
 func (o *Options) selector(role string) map[string]string {

@@ -38,18 +38,27 @@ import (
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 
-// podRunner plays the container runtime for kwok's pods: it starts a
-// `gpuplane emulate` process on each Running pod's IP (port 8000, role from
-// the pod's label) and, once the pod is gone, sends it SIGTERM after a grace
-// period that outlasts the frontend's refresh (like a preStop sleep); the
-// emulator then drains its requests in flight and exits.
+// podRunner plays the container runtime for kwok's pods: for each Running
+// pod in ns that command turns into arguments of the gpuplane binary, it
+// starts that process on the pod's IP and, once the pod is gone, sends it
+// SIGTERM after a grace period that outlasts the frontend's refresh (like a
+// preStop sleep); the process then drains its requests and exits.
 type podRunner struct {
 	ns, bin string
-	args    []string
+	// command is the pod's process (nil: the pod is not run) and the port
+	// it answers /health on.
+	command func(pod *corev1.Pod) ([]string, int)
 
 	mu    sync.Mutex
-	procs map[string]*exec.Cmd // pod IP -> emulator
+	procs map[string]*exec.Cmd // pod IP -> process
 	wg    sync.WaitGroup
+}
+
+// emulator runs an emulated engine of the pod's role on port 8000.
+func emulator(extra ...string) func(pod *corev1.Pod) ([]string, int) {
+	return func(pod *corev1.Pod) ([]string, int) {
+		return append([]string{"emulate", "--host", pod.Status.PodIP, "--port", "8000", "--role", pod.Labels["role"]}, extra...), 8000
+	}
 }
 
 func (p *podRunner) run(ctx context.Context, t *testing.T) {
@@ -62,13 +71,17 @@ func (p *podRunner) run(ctx context.Context, t *testing.T) {
 				if pod.Status.Phase != corev1.PodRunning || ip == "" || pod.DeletionTimestamp != nil {
 					continue
 				}
+				args, port := p.command(&pod)
+				if args == nil {
+					continue
+				}
 				live[ip] = true
 				p.mu.Lock()
 				_, running := p.procs[ip]
 				p.mu.Unlock()
 				if !running {
-					if err := p.start(ip, pod.Labels["role"]); err != nil {
-						t.Errorf("start emulator for pod %s on %s: %v", pod.Name, ip, err)
+					if err := p.start(ip, port, args); err != nil {
+						t.Errorf("start process for pod %s on %s: %v", pod.Name, ip, err)
 					}
 				}
 			}
@@ -91,16 +104,17 @@ func (p *podRunner) run(ctx context.Context, t *testing.T) {
 	}
 }
 
-func (p *podRunner) start(ip, role string) error {
-	cmd := exec.Command(p.bin, append([]string{"emulate", "--host", ip, "--port", "8000", "--role", role}, p.args...)...)
+func (p *podRunner) start(ip string, port int, args []string) error {
+	cmd := exec.Command(p.bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	p.wg.Go(func() { _ = cmd.Wait() })
-	// Ready when it answers /health.
+	// Started when it answers /health (any status: a router with no workers yet says 503).
+	url := fmt.Sprintf("http://%s:%d/health", ip, port)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if r, err := http.Get("http://" + ip + ":8000/health"); err == nil {
+		if r, err := http.Get(url); err == nil {
 			r.Body.Close()
 			p.mu.Lock()
 			p.procs[ip] = cmd
@@ -109,7 +123,7 @@ func (p *podRunner) start(ip, role string) error {
 		}
 	}
 	_ = cmd.Process.Kill()
-	return fmt.Errorf("emulator on %s did not answer /health", ip)
+	return fmt.Errorf("%s did not answer", url)
 }
 
 func (p *podRunner) stopAll() {
@@ -119,6 +133,16 @@ func (p *podRunner) stopAll() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// buildGPUPlane builds the gpuplane binary from this checkout.
+func buildGPUPlane(t *testing.T) string {
+	bin := filepath.Join(t.TempDir(), "gpuplane")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/gpuplane")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build gpuplane: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // TestClosedLoop: the planner scales Deployments of emulated prefill and
@@ -166,13 +190,8 @@ func TestClosedLoop(t *testing.T) {
 	q := estimate.Defaults()
 	q.Model, q.GPU, q.Precision, q.Backend, q.TP = "Qwen/Qwen3-32B", "h100_sxm", "fp8", "vllm", 1
 	// The emulator is the gpuplane binary, built from this checkout.
-	bin := filepath.Join(t.TempDir(), "gpuplane")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/gpuplane")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build gpuplane: %v\n%s", err, out)
-	}
-	runner := &podRunner{ns: ns, bin: bin, procs: map[string]*exec.Cmd{},
-		args: []string{"--model", q.Model, "--gpu", q.GPU, "--precision", q.Precision, "--backend", q.Backend, "--served-model-name", "qwen3-32b"}}
+	runner := &podRunner{ns: ns, bin: buildGPUPlane(t), procs: map[string]*exec.Cmd{},
+		command: emulator("--model", q.Model, "--gpu", q.GPU, "--precision", q.Precision, "--backend", q.Backend, "--served-model-name", "qwen3-32b")}
 	rctx, stopRunner := context.WithCancel(ctx)
 	defer func() { stopRunner(); runner.stopAll() }()
 	go runner.run(rctx, t)

@@ -1,0 +1,148 @@
+package helmchart
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const gpuplaneChart = "../../deploy/helm/gpuplane"
+
+func renderGPUPlane(t *testing.T, values map[string]any) map[string][]string {
+	t.Helper()
+	docs, err := Render(gpuplaneChart, "gp", "gpuplane-system", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, d := range docs {
+		var k kinded
+		if err := yaml.Unmarshal([]byte(d), &k); err != nil {
+			t.Fatalf("%v\n%s", err, d)
+		}
+		out[k.Kind] = append(out[k.Kind], d)
+	}
+	return out
+}
+
+func TestGPUPlaneChartDefaults(t *testing.T) {
+	docs := renderGPUPlane(t, nil)
+	for kind, n := range map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"Role": 1, "RoleBinding": 1, "Service": 1, "ServiceMonitor": 0} {
+		if len(docs[kind]) != n {
+			t.Errorf("%d %s, want %d", len(docs[kind]), kind, n)
+		}
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict([]byte(docs["Deployment"][0]), &d); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Image != "ghcr.io/gpuplane/gpuplane:v0.1.0" {
+		t.Errorf("image %q: want the chart's appVersion pinned", c.Image)
+	}
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"controller run", "--leader-elect=false", "--metrics-addr=:8082", "--frontend-image=ghcr.io/gpuplane/gpuplane:v0.1.0"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if sc := c.SecurityContext; sc == nil || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("controller container security context %+v", sc)
+	}
+	docs = renderGPUPlane(t, map[string]any{"controller": map[string]any{"replicas": 2},
+		"image":   map[string]any{"digest": "sha256:0123"},
+		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}})
+	if err := yaml.UnmarshalStrict([]byte(docs["Deployment"][0]), &d); err != nil {
+		t.Fatal(err)
+	}
+	if c := d.Spec.Template.Spec.Containers[0]; c.Image != "ghcr.io/gpuplane/gpuplane:v0.1.0@sha256:0123" || !slices.Contains(c.Args, "--leader-elect=true") {
+		t.Errorf("two replicas with a digest: image %q args %v", c.Image, c.Args)
+	}
+	if len(docs["ServiceMonitor"]) != 1 {
+		t.Error("serviceMonitor.enabled renders no ServiceMonitor")
+	}
+}
+
+// The ClusterRole grants what the controller does and nothing wider: no
+// wildcards, no secrets, writes only to what it owns.
+func TestGPUPlaneChartLeastPrivilege(t *testing.T) {
+	var role rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict([]byte(renderGPUPlane(t, nil)["ClusterRole"][0]), &role); err != nil {
+		t.Fatal(err)
+	}
+	grants := map[string][]string{}
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if g == "*" || res == "*" || slices.Contains(r.Verbs, "*") {
+					t.Errorf("wildcard rule %+v", r)
+				}
+				grants[g+"/"+res] = append(grants[g+"/"+res], r.Verbs...)
+			}
+		}
+	}
+	need := map[string][]string{
+		"gpuplane.io/servingdeployments":         {"get", "list", "watch"},
+		"gpuplane.io/servingdeployments/status":  {"update"},
+		"resource.k8s.io/resourceslices":         {"list", "watch"},
+		"resource.k8s.io/resourceclaims":         {"list", "watch"},
+		"resource.k8s.io/deviceclasses":          {"list", "watch"},
+		"resource.k8s.io/resourceclaimtemplates": {"create", "patch", "delete"},
+		"apps/deployments":                       {"get", "patch", "delete"},
+		"apps/deployments/scale":                 {"patch"},
+		"/services":                              {"patch", "delete"},
+		"/pods":                                  {"list", "watch"},
+		"rbac.authorization.k8s.io/roles":        {"patch"},
+		"rbac.authorization.k8s.io/rolebindings": {"patch"},
+		"events.k8s.io/events":                   {"create"},
+	}
+	for res, verbs := range need {
+		for _, v := range verbs {
+			if !slices.Contains(grants[res], v) {
+				t.Errorf("%s: the controller needs %s", res, v)
+			}
+		}
+	}
+	for res, verbs := range grants {
+		if strings.HasSuffix(res, "/secrets") || strings.HasSuffix(res, "/nodes") ||
+			(strings.HasPrefix(res, "resource.k8s.io/resource") && res != "resource.k8s.io/resourceclaimtemplates" && slices.Contains(verbs, "create")) {
+			t.Errorf("%s: %v is wider than the controller needs", res, verbs)
+		}
+	}
+}
+
+// The CRD the chart installs is the one generated from api/, with the
+// schema rules the API server enforces.
+func TestGPUPlaneCRD(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(gpuplaneChart, "crds", "gpuplane.io_servingdeployments.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(b, &crd); err != nil {
+		t.Fatal(err)
+	}
+	v := crd.Spec.Versions[0]
+	if crd.Spec.Group != "gpuplane.io" || v.Name != "v1alpha1" || v.Subresources == nil || v.Subresources.Status == nil {
+		t.Fatalf("CRD %s %s: want gpuplane.io/v1alpha1 with a status subresource", crd.Spec.Group, v.Name)
+	}
+	var cols []string
+	for _, c := range v.AdditionalPrinterColumns {
+		cols = append(cols, c.Name)
+	}
+	if strings.Join(cols, ",") != "Model,Mode,Device,Prefill,Decode,TTFT,ITL,Ready,Age" {
+		t.Errorf("printer columns %v", cols)
+	}
+	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+	if len(spec.Properties["slo"].XValidations) == 0 || len(spec.Properties["traffic"].XValidations) == 0 {
+		t.Error("slo and traffic lost their CEL rules")
+	}
+}

@@ -1,0 +1,240 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/gpuplane/gpuplane/api/v1alpha1"
+	"github.com/gpuplane/gpuplane/internal/configure"
+	"github.com/gpuplane/gpuplane/internal/manifest"
+)
+
+// planAnnotation on a pool's Deployment records the plan it was made
+// for: while it holds, the replicas are the planner's (or a person's), not
+// the plan's.
+const planAnnotation = "gpuplane.io/plan"
+
+// config is the status plan as configure's configuration, for manifest.
+func config(p *v1alpha1.Plan) configure.Config {
+	c := configure.Config{Mode: p.Mode}
+	for _, pp := range p.Pools {
+		pool := &configure.Pool{Role: pp.Role, Device: pp.Device, TP: int(pp.TP), Workers: int(pp.Workers), GPUsPerWorker: int(pp.TP), Batch: int(pp.Batch)}
+		switch pp.Role {
+		case "agg":
+			c.Agg = pool
+		case "prefill":
+			c.Prefill = pool
+		case "decode":
+			c.Decode = pool
+		}
+	}
+	return c
+}
+
+// objects are the typed objects the plan deploys.
+func (r *Reconciler) objects(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan) ([]client.Object, error) {
+	backend := sd.Spec.Engine.Backend
+	if backend == "" {
+		backend = "vllm"
+	}
+	o := manifest.Options{Name: sd.Name, Namespace: sd.Namespace, Driver: sd.Spec.Devices.Driver, Image: sd.Spec.Engine.Image,
+		Model: sd.Spec.Model.Name, Backend: backend, Catalog: r.Env.Catalog, HFTokenSecret: sd.Spec.Engine.HFTokenSecret,
+		ModelCacheClaim: sd.Spec.Serving.ModelCacheClaim, NodeSelector: sd.Spec.Serving.NodeSelector,
+		FrontendImage: r.FrontendImage, Labels: map[string]string{ownerLabel: sd.Name}}
+	if backend != manifest.Emulate {
+		q, kv, err := manifest.Precisions(r.Env.Catalog, sd.Spec.Model.Name, sd.Spec.Engine.Precision)
+		if err != nil {
+			return nil, fmt.Errorf("spec.engine.precision: %w", err)
+		}
+		o.Quantization, o.KVCache = q, kv
+	}
+	objs, err := manifest.Objects(config(p), o)
+	if err != nil {
+		return nil, err
+	}
+	key := planKey(p)
+	out := make([]client.Object, 0, len(objs))
+	for _, obj := range objs {
+		co, ok := obj.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("the plan needs an object the controller does not deploy (%T)", obj)
+		}
+		if d, ok := co.(*appsv1.Deployment); ok && d.Labels["gpuplane.io/role"] != "frontend" {
+			if d.Annotations == nil {
+				d.Annotations = map[string]string{}
+			}
+			d.Annotations[planAnnotation] = key
+		}
+		out = append(out, co)
+	}
+	if sd.Spec.Serving.Dynamo {
+		y, err := manifest.Dynamo(config(p), o)
+		if err != nil {
+			return nil, fmt.Errorf("spec.serving.dynamo: %w", err)
+		}
+		out = append(out, &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"),
+			ObjectMeta: objectMeta(sd.Name+"-dynamo", sd.Namespace, o.Labels), Data: map[string]string{"dynamographdeployment.yaml": string(y)}})
+	}
+	return out, nil
+}
+
+// apply creates or updates every object of the plan (server-side apply,
+// owned by the ServingDeployment) and deletes the ones it no longer has.
+func (r *Reconciler) apply(ctx context.Context, sd *v1alpha1.ServingDeployment, st *v1alpha1.ServingDeploymentStatus) error {
+	objs, err := r.objects(sd, st.Plan)
+	if err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, obj := range objs {
+		if d, ok := obj.(*appsv1.Deployment); ok {
+			if err := r.keepReplicas(ctx, d); err != nil {
+				return err
+			}
+		}
+		if err := controllerutil.SetControllerReference(sd, obj, r.Client.Scheme()); err != nil {
+			return err
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		delete(u, "status")
+		unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(u, "spec", "template", "metadata", "creationTimestamp")
+		us := &unstructured.Unstructured{Object: u}
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(us), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply %s %s: %w", us.GetKind(), us.GetName(), err)
+		}
+		keep[us.GetKind()+"/"+us.GetName()] = true
+	}
+	if err := r.prune(ctx, sd, keep); err != nil {
+		return err
+	}
+	st.Endpoint = fmt.Sprintf("http://%s-frontend.%s.svc:%d", sd.Name, sd.Namespace, manifest.FrontendPort)
+	setCond(st, sd.Generation, CondDeployed, true, "Applied", fmt.Sprintf("%d objects applied", len(objs)))
+	return nil
+}
+
+// keepReplicas leaves a pool at the size it has while its plan stands.
+func (r *Reconciler) keepReplicas(ctx context.Context, d *appsv1.Deployment) error {
+	var cur appsv1.Deployment
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name}, &cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	if cur.Annotations[planAnnotation] == d.Annotations[planAnnotation] && cur.Spec.Replicas != nil {
+		d.Spec.Replicas = cur.Spec.Replicas
+	}
+	return nil
+}
+
+// prune deletes owned objects that the plan no longer has.
+func (r *Reconciler) prune(ctx context.Context, sd *v1alpha1.ServingDeployment, keep map[string]bool) error {
+	lists := []struct {
+		kind string
+		list client.ObjectList
+	}{
+		{"Deployment", &appsv1.DeploymentList{}}, {"Service", &corev1.ServiceList{}},
+		{"ResourceClaimTemplate", &resourcev1.ResourceClaimTemplateList{}}, {"ConfigMap", &corev1.ConfigMapList{}},
+		{"ServiceAccount", &corev1.ServiceAccountList{}}, {"Role", &rbacv1.RoleList{}}, {"RoleBinding", &rbacv1.RoleBindingList{}},
+	}
+	for _, l := range lists {
+		if err := r.Client.List(ctx, l.list, client.InNamespace(sd.Namespace), client.MatchingLabels{ownerLabel: sd.Name}); err != nil {
+			return fmt.Errorf("list %ss: %w", l.kind, err)
+		}
+		items, err := metaItems(l.list)
+		if err != nil {
+			return err
+		}
+		for _, obj := range items {
+			if keep[l.kind+"/"+obj.GetName()] || !ownedBy(obj, sd) {
+				continue
+			}
+			if err := r.Client.Delete(ctx, obj, client.PropagationPolicy("Background")); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %s %s: %w", l.kind, obj.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func ownedBy(obj client.Object, sd *v1alpha1.ServingDeployment) bool {
+	for _, o := range obj.GetOwnerReferences() {
+		if o.UID == sd.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// observeReplicas records each pool's ready and desired replicas and
+// reports whether every pool and the router serve.
+func (r *Reconciler) observeReplicas(ctx context.Context, sd *v1alpha1.ServingDeployment, st *v1alpha1.ServingDeploymentStatus) (bool, error) {
+	reps := &v1alpha1.Replicas{}
+	ready := true
+	for _, role := range append(roles(st.Plan), "frontend") {
+		var d appsv1.Deployment
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sd.Namespace, Name: sd.Name + "-" + role}, &d); err != nil {
+			if apierrors.IsNotFound(err) {
+				ready = false
+				continue
+			}
+			return false, err
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		text := fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, want)
+		switch role {
+		case "agg":
+			reps.Agg = text
+		case "prefill":
+			reps.Prefill = text
+		case "decode":
+			reps.Decode = text
+		}
+		if d.Status.ReadyReplicas < 1 {
+			ready = false
+		}
+	}
+	st.Replicas = reps
+	return ready, nil
+}
+
+func roles(p *v1alpha1.Plan) []string {
+	var out []string
+	for _, pool := range p.Pools {
+		out = append(out, pool.Role)
+	}
+	return out
+}
+
+func replicaText(r *v1alpha1.Replicas) string {
+	if r == nil {
+		return "no pools yet"
+	}
+	s := ""
+	for _, p := range []struct{ n, v string }{{"agg", r.Agg}, {"prefill", r.Prefill}, {"decode", r.Decode}} {
+		if p.v != "" {
+			s += fmt.Sprintf("%s %s ready; ", p.n, p.v)
+		}
+	}
+	return s
+}
+
