@@ -22,6 +22,7 @@ targets=(
   "./internal/explain FuzzLoad"
   "./internal/emulate FuzzRequestBody"
   "./internal/cli FuzzEstimateLine"
+  "./internal/operator/plan FuzzRequest"
 )
 for entry in "${targets[@]}"; do
   read -r pkg name <<<"$entry"

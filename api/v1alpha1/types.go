@@ -16,8 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model.name`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.plan.mode`
 // +kubebuilder:printcolumn:name="Device",type=string,JSONPath=`.status.plan.device`
-// +kubebuilder:printcolumn:name="Prefill",type=string,JSONPath=`.status.replicas.prefill`
-// +kubebuilder:printcolumn:name="Decode",type=string,JSONPath=`.status.replicas.decode`
+// +kubebuilder:printcolumn:name="Workers",type=string,JSONPath=`.status.replicas.summary`
 // +kubebuilder:printcolumn:name="TTFT",type=string,JSONPath=`.status.observed.ttft`
 // +kubebuilder:printcolumn:name="ITL",type=string,JSONPath=`.status.observed.itl`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -271,16 +270,17 @@ type Plan struct {
 
 // PoolPlan is one pool of the plan.
 type PoolPlan struct {
-	Role     string `json:"role"`
-	Device   string `json:"device"`
-	TP       int32  `json:"tp"`
-	Workers  int32  `json:"workers"`
-	Batch    int32  `json:"batch"`
-	Workload string `json:"workload"`
+	Role    string `json:"role"`
+	Device  string `json:"device"`
+	TP      int32  `json:"tp"`
+	Workers int32  `json:"workers"`
+	Batch   int32  `json:"batch"`
 }
 
-// Replicas are desired (what the controller or planner set) and ready per pool.
+// Replicas are ready over desired (what the controller or planner set) per pool.
 type Replicas struct {
+	// Summary is all pools in one line, e.g. "P 2/2 D 1/1" or "agg 3/3".
+	Summary string `json:"summary,omitempty"`
 	Prefill string `json:"prefill,omitempty"`
 	Decode  string `json:"decode,omitempty"`
 	Agg     string `json:"agg,omitempty"`

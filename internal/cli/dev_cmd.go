@@ -24,7 +24,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	cluster := &cobra.Command{Use: "cluster up|down", Short: "Run (up) or stop (down) the local control plane used by the e2e tests"}
 	var dir, binDir, gpuProfile string
 	var gpuNodes int
-	var noBuild, purge bool
+	var noBuild, purge, withController bool
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on loopback; runs until interrupted",
@@ -74,6 +74,15 @@ func newDevCmd(g *globals) *cobra.Command {
 				}
 				defer running.Stop()
 			}
+			if withController {
+				// The CRD, the controller, and a stand-in runtime that runs the
+				// pods of gpuplane's image (router, emulated engines) on their IPs.
+				stopCtl, err := startController(ctx, g, c)
+				if err != nil {
+					return err
+				}
+				defer stopCtl()
+			}
 			g.log.Info("cluster ready", "seconds", time.Since(t0).Seconds())
 			fmt.Fprintf(g.stdout, "control plane ready in %s\nexport KUBECONFIG=%s\n(interrupt to stop; logs in %s)\n",
 				time.Since(t0).Round(time.Millisecond), c.Kubeconfig, filepath.Join(dir, "logs"))
@@ -121,6 +130,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	up.Flags().StringVar(&binDir, "bin-dir", "", "folder with the control-plane binaries (default: $GPUPLANE_BIN_DIR or .cache/bin)")
 	up.Flags().IntVar(&gpuNodes, "gpu-nodes", 0, "fake GPU nodes to create; they publish their devices as ResourceSlices of gpu.gpuplane.io")
 	up.Flags().StringVar(&gpuProfile, "gpu-profile", "hgx-h100", "device profile of the --gpu-nodes (see: gpuplane dra-driver profiles)")
+	up.Flags().BoolVar(&withController, "controller", false, "install the ServingDeployment CRD, run the controller, and run the pods of gpuplane's image (router, emulate backend) as local processes")
 	up.Flags().BoolVar(&noBuild, "no-build", false, "fail when the control-plane binaries are missing instead of building them")
 	down.Flags().BoolVar(&purge, "purge", false, "also delete the state folder (etcd data, certificates, kubeconfig, logs)")
 	cluster.AddCommand(up, down)

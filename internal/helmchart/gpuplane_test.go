@@ -138,7 +138,7 @@ func TestGPUPlaneCRD(t *testing.T) {
 	for _, c := range v.AdditionalPrinterColumns {
 		cols = append(cols, c.Name)
 	}
-	if strings.Join(cols, ",") != "Model,Mode,Device,Prefill,Decode,TTFT,ITL,Ready,Age" {
+	if strings.Join(cols, ",") != "Model,Mode,Device,Workers,TTFT,ITL,Ready,Age" {
 		t.Errorf("printer columns %v", cols)
 	}
 	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]

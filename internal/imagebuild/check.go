@@ -65,12 +65,19 @@ func Check(dir string, args ...string) ([]Entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		bin := filepath.Join(tmp, "entrypoint")
-		err = extract(rc, strings.TrimPrefix(e.Entrypoint[0], "/"), bin)
+		var loader string
+		loader, err = extractAll(rc, tmp)
 		rc.Close()
 		if err == nil {
+			// A binary that brings its loader runs under it with the
+			// image's libraries only, so a missing one shows here.
+			bin := filepath.Join(tmp, e.Entrypoint[0])
+			cmd := exec.Command(bin, args...)
+			if loader != "" {
+				cmd = exec.Command(filepath.Join(tmp, loader), append([]string{"--library-path", libPath(tmp, loader), bin}, args...)...)
+			}
 			var o []byte
-			o, err = exec.Command(bin, args...).CombinedOutput()
+			o, err = cmd.CombinedOutput()
 			if err != nil {
 				err = fmt.Errorf("%s: %s %s: %v\n%s", e.Ref, e.Entrypoint[0], strings.Join(args, " "), err, o)
 			}
@@ -84,27 +91,60 @@ func Check(dir string, args ...string) ([]Entry, error) {
 	return out, nil
 }
 
-func extract(r io.Reader, name, to string) error {
+// extractAll unpacks the layer under root and returns the dynamic loader
+// it carries, if any.
+func extractAll(r io.Reader, root string) (string, error) {
 	tr := tar.NewReader(r)
+	loader := ""
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s is not in the layer", name)
+			return loader, nil
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
-		if h.Name != name {
-			continue
+		name := filepath.Clean("/" + h.Name) // no path may leave root
+		to := filepath.Join(root, name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(to, 0o755); err != nil {
+				return "", err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				return "", err
+			}
+			f, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+			if err != nil {
+				return "", err
+			}
+			_, err = io.Copy(f, io.LimitReader(tr, 1<<30))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return "", err
+			}
+			if strings.HasPrefix(filepath.Base(name), "ld-linux") {
+				loader = name
+			}
 		}
-		f, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(f, io.LimitReader(tr, 1<<30))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
 	}
+}
+
+// libPath is every directory of the unpacked layer that holds a shared library.
+func libPath(root, loader string) string {
+	dirs := map[string]bool{filepath.Join(root, filepath.Dir(loader)): true}
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(d.Name(), ".so") {
+			dirs[filepath.Dir(p)] = true
+		}
+		return nil
+	})
+	out := make([]string, 0, len(dirs))
+	for d := range dirs {
+		out = append(out, d)
+	}
+	return strings.Join(out, ":")
 }

@@ -8,11 +8,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,25 +32,10 @@ import (
 	"github.com/gpuplane/gpuplane/internal/frontend"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/plannerlive"
+	"github.com/gpuplane/gpuplane/internal/testcluster"
 	"github.com/gpuplane/gpuplane/internal/workers"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
-
-// podRunner plays the container runtime for kwok's pods: for each Running
-// pod in ns that command turns into arguments of the gpuplane binary, it
-// starts that process on the pod's IP and, once the pod is gone, sends it
-// SIGTERM after a grace period that outlasts the frontend's refresh (like a
-// preStop sleep); the process then drains its requests and exits.
-type podRunner struct {
-	ns, bin string
-	// command is the pod's process (nil: the pod is not run) and the port
-	// it answers /health on.
-	command func(pod *corev1.Pod) ([]string, int)
-
-	mu    sync.Mutex
-	procs map[string]*exec.Cmd // pod IP -> process
-	wg    sync.WaitGroup
-}
 
 // emulator runs an emulated engine of the pod's role on port 8000.
 func emulator(extra ...string) func(pod *corev1.Pod) ([]string, int) {
@@ -61,78 +44,13 @@ func emulator(extra ...string) func(pod *corev1.Pod) ([]string, int) {
 	}
 }
 
-func (p *podRunner) run(ctx context.Context, t *testing.T) {
-	for ctx.Err() == nil {
-		pods, err := cluster.Client.CoreV1().Pods(p.ns).List(ctx, metav1.ListOptions{})
-		if err == nil {
-			live := map[string]bool{}
-			for _, pod := range pods.Items {
-				ip := pod.Status.PodIP
-				if pod.Status.Phase != corev1.PodRunning || ip == "" || pod.DeletionTimestamp != nil {
-					continue
-				}
-				args, port := p.command(&pod)
-				if args == nil {
-					continue
-				}
-				live[ip] = true
-				p.mu.Lock()
-				_, running := p.procs[ip]
-				p.mu.Unlock()
-				if !running {
-					if err := p.start(ip, port, args); err != nil {
-						t.Errorf("start process for pod %s on %s: %v", pod.Name, ip, err)
-					}
-				}
-			}
-			p.mu.Lock()
-			for ip, cmd := range p.procs {
-				if !live[ip] {
-					delete(p.procs, ip)
-					go func() {
-						time.Sleep(5 * time.Second)
-						_ = cmd.Process.Signal(syscall.SIGTERM)
-					}()
-				}
-			}
-			p.mu.Unlock()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func (p *podRunner) start(ip string, port int, args []string) error {
-	cmd := exec.Command(p.bin, args...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	p.wg.Go(func() { _ = cmd.Wait() })
-	// Started when it answers /health (any status: a router with no workers yet says 503).
-	url := fmt.Sprintf("http://%s:%d/health", ip, port)
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if r, err := http.Get(url); err == nil {
-			r.Body.Close()
-			p.mu.Lock()
-			p.procs[ip] = cmd
-			p.mu.Unlock()
-			return nil
-		}
-	}
-	_ = cmd.Process.Kill()
-	return fmt.Errorf("%s did not answer", url)
-}
-
-func (p *podRunner) stopAll() {
-	p.mu.Lock()
-	for _, c := range p.procs {
-		_ = c.Process.Kill()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
+// runPods starts a pod runner for ns until the test ends.
+func runPods(ctx context.Context, t *testing.T, ns, bin string, command func(*corev1.Pod) ([]string, int)) {
+	r := &testcluster.PodRunner{Client: cluster.Client, Namespace: ns, Bin: bin, Command: command, OnError: func(err error) { t.Errorf("pod runner: %v", err) }}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(rctx); close(done) }()
+	t.Cleanup(func() { stop(); <-done; r.Stop() })
 }
 
 // buildGPUPlane builds the gpuplane binary from this checkout.
@@ -190,11 +108,9 @@ func TestClosedLoop(t *testing.T) {
 	q := estimate.Defaults()
 	q.Model, q.GPU, q.Precision, q.Backend, q.TP = "Qwen/Qwen3-32B", "h100_sxm", "fp8", "vllm", 1
 	// The emulator is the gpuplane binary, built from this checkout.
-	runner := &podRunner{ns: ns, bin: buildGPUPlane(t), procs: map[string]*exec.Cmd{},
-		command: emulator("--model", q.Model, "--gpu", q.GPU, "--precision", q.Precision, "--backend", q.Backend, "--served-model-name", "qwen3-32b")}
+	runPods(ctx, t, ns, buildGPUPlane(t), emulator("--model", q.Model, "--gpu", q.GPU, "--precision", q.Precision, "--backend", q.Backend, "--served-model-name", "qwen3-32b"))
 	rctx, stopRunner := context.WithCancel(ctx)
-	defer func() { stopRunner(); runner.stopAll() }()
-	go runner.run(rctx, t)
+	defer stopRunner()
 
 	// The frontend finds the workers by label.
 	pods := func(role string) workers.Pods {

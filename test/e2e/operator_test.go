@@ -6,9 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,48 +15,32 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/api/v1alpha1"
 	"github.com/gpuplane/gpuplane/internal/bench"
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/operator/controller"
+	"github.com/gpuplane/gpuplane/internal/operator/crds"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/testcluster"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
 
-// installCRDs creates the chart's CRDs and waits until they serve.
+// installCRDs installs the embedded CRDs (the chart's) and returns a client for them.
 func installCRDs(ctx context.Context, t *testing.T) client.Client {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(cluster.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob("../../deploy/helm/gpuplane/crds/*.yaml")
-	if len(files) == 0 {
-		t.Fatal("no CRDs in deploy/helm/gpuplane/crds")
-	}
-	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var u unstructured.Unstructured
-		if err := yaml.Unmarshal(b, &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dyn.Resource(crds).Apply(ctx, u.GetName(), &u, metav1.ApplyOptions{FieldManager: "e2e", Force: true}); err != nil {
-			t.Fatalf("install %s: %v", f, err)
-		}
+	if err := crds.Install(ctx, dyn, time.Minute); err != nil {
+		t.Fatal(err)
 	}
 	scheme, err := controller.Scheme()
 	if err != nil {
@@ -69,40 +50,7 @@ func installCRDs(ctx context.Context, t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		var l v1alpha1.ServingDeploymentList
-		if err := c.List(ctx, &l); err == nil {
-			return c
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the ServingDeployment CRD never served")
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// gpuplanePods runs the pods of gpuplane's image as the kubelet would: the
-// container's command and arguments (the image's entrypoint is gpuplane),
-// with the pod's IP for 0.0.0.0 and the downward-API namespace expanded.
-func gpuplanePods(ns string) func(pod *corev1.Pod) ([]string, int) {
-	return func(pod *corev1.Pod) ([]string, int) {
-		c := pod.Spec.Containers[0]
-		if !strings.Contains(c.Image, "gpuplane/gpuplane:") {
-			return nil, 0
-		}
-		args := append(append([]string{}, c.Command...), c.Args...)
-		if len(args) > 0 && args[0] == "gpuplane" {
-			args = args[1:]
-		}
-		for i, a := range args {
-			args[i] = strings.NewReplacer("0.0.0.0", pod.Status.PodIP, "$(POD_NAMESPACE)", ns).Replace(a)
-		}
-		if args[0] == "frontend" {
-			args = append(args, "--kubeconfig", cluster.Kubeconfig)
-		}
-		return args, int(c.Ports[0].ContainerPort)
-	}
+	return c
 }
 
 func servingDeployment(ns, name string) *v1alpha1.ServingDeployment {
@@ -178,10 +126,7 @@ func TestOperator(t *testing.T) {
 			t.Errorf("controller: %v", err)
 		}
 	}()
-	runner := &podRunner{ns: ns, bin: buildGPUPlane(t), procs: map[string]*exec.Cmd{}, command: gpuplanePods(ns)}
-	rctx, stopRunner := context.WithCancel(ctx)
-	defer func() { stopRunner(); runner.stopAll() }()
-	go runner.run(rctx, t)
+	runPods(ctx, t, ns, buildGPUPlane(t), testcluster.GPUPlanePods(cluster.Kubeconfig))
 
 	t.Run("bad specs", func(t *testing.T) { badSpecs(ctx, t, c, ns) })
 

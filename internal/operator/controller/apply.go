@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -204,10 +205,13 @@ func (r *Reconciler) observeReplicas(ctx context.Context, sd *v1alpha1.ServingDe
 		switch role {
 		case "agg":
 			reps.Agg = text
+			reps.Summary = "agg " + text
 		case "prefill":
 			reps.Prefill = text
+			reps.Summary = strings.TrimSpace("P " + text + " " + reps.Summary)
 		case "decode":
 			reps.Decode = text
+			reps.Summary = strings.TrimSpace(reps.Summary + " D " + text)
 		}
 		if d.Status.ReadyReplicas < 1 {
 			ready = false
@@ -237,4 +241,3 @@ func replicaText(r *v1alpha1.Replicas) string {
 	}
 	return s
 }
-

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -159,11 +160,11 @@ func skippedText(p *devicepool.Pool) string {
 }
 
 func describe(p *v1alpha1.Plan) string {
-	s := p.Mode
+	parts := make([]string, 0, len(p.Pools))
 	for _, pool := range p.Pools {
-		s += fmt.Sprintf(" %s %d x %s tp%d", pool.Role, pool.Workers, pool.Device, pool.TP)
+		parts = append(parts, fmt.Sprintf("%s %d x %s tp%d", pool.Role, pool.Workers, pool.Device, pool.TP))
 	}
-	return s
+	return strings.Join(parts, " + ")
 }
 
 // planKey identifies what the objects depend on: a change rolls the pools.

@@ -28,7 +28,7 @@ func Percentile(s string) (float64, error) {
 		return 0, nil
 	}
 	v, err := strconv.ParseFloat(strings.TrimPrefix(s, "p"), 64)
-	if err != nil || !strings.HasPrefix(s, "p") || v < 50 || v > 99.9 {
+	if err != nil || !strings.HasPrefix(s, "p") || !(v >= 50 && v <= 99.9) {
 		return 0, fmt.Errorf("spec.slo.percentile: %q is not mean or p50 to p99.9 (e.g. p90)", s)
 	}
 	return v, nil
