@@ -35,14 +35,19 @@ func (p Pods) Workers(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list pods %s in %s: %w", p.Selector, p.Namespace, err)
 	}
+	return URLs(list.Items, p.Port), nil
+}
+
+// URLs are the base URLs of the Running, Ready pods that are not going away.
+func URLs(pods []corev1.Pod, port int) []string {
 	var out []string
-	for _, pod := range list.Items {
+	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !ready(&pod) {
 			continue
 		}
-		out = append(out, "http://"+pod.Status.PodIP+":"+strconv.Itoa(p.Port))
+		out = append(out, "http://"+pod.Status.PodIP+":"+strconv.Itoa(port))
 	}
-	return out, nil
+	return out
 }
 
 func ready(p *corev1.Pod) bool {

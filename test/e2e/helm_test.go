@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/helmchart"
 )
 
-// TestHelmChartServerDryRun renders the driver's chart with Helm's library
+// TestHelmChartServerDryRun renders the driver's and the controller's charts with Helm's library
 // and has the API server admit every object (server-side apply, dry-run), with
 // the defaults and with every feature on.
 func TestHelmChartServerDryRun(t *testing.T) {
@@ -31,12 +32,15 @@ func TestHelmChartServerDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cluster.Client.Discovery()))
-	for _, values := range []map[string]any{nil, {
+	for _, tc := range []struct {
+		chart  string
+		values map[string]any
+	}{{"gpuplane-dra-driver", nil}, {"gpuplane-dra-driver", map[string]any{
 		"features":                    map[string]any{"dynamicMIG": true, "sharedGPUs": true, "nvlinkDomains": true},
 		"deviceClasses":               map[string]any{"extendedResource": true},
 		"gpuResourcesEnabledOverride": true,
-	}} {
-		docs, err := helmchart.Render("../../deploy/helm/gpuplane-dra-driver", "gp", ns, values)
+	}}, {"gpuplane", nil}, {"gpuplane", map[string]any{"controller": map[string]any{"replicas": 2}, "image": map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)}}}} {
+		docs, err := helmchart.Render("../../deploy/helm/"+tc.chart, "gp", ns, tc.values)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +61,7 @@ func TestHelmChartServerDryRun(t *testing.T) {
 			// Server-side apply also covers objects that exist (the classes other tests installed).
 			if _, err := ri.Apply(context.Background(), obj.GetName(), &obj, metav1.ApplyOptions{FieldManager: "helm-dry-run",
 				Force: true, DryRun: []string{metav1.DryRunAll}}); err != nil {
-				t.Errorf("%s %s rejected by the API server: %v", gvk.Kind, obj.GetName(), err)
+				t.Errorf("%s: %s %s rejected by the API server: %v", tc.chart, gvk.Kind, obj.GetName(), err)
 			}
 		}
 	}

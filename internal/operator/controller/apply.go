@@ -2,6 +2,9 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -98,12 +101,8 @@ func (r *Reconciler) apply(ctx context.Context, sd *v1alpha1.ServingDeployment, 
 		return err
 	}
 	keep := map[string]bool{}
+	applied := 0
 	for _, obj := range objs {
-		if d, ok := obj.(*appsv1.Deployment); ok {
-			if err := r.keepReplicas(ctx, d); err != nil {
-				return err
-			}
-		}
 		if err := controllerutil.SetControllerReference(sd, obj, r.Client.Scheme()); err != nil {
 			return err
 		}
@@ -115,33 +114,76 @@ func (r *Reconciler) apply(ctx context.Context, sd *v1alpha1.ServingDeployment, 
 		unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
 		unstructured.RemoveNestedField(u, "spec", "template", "metadata", "creationTimestamp")
 		us := &unstructured.Unstructured{Object: u}
+		keep[us.GetKind()+"/"+us.GetName()] = true
+		// The hash of what is applied (a pool's replicas aside: those are the
+		// planner's) lets a reconcile skip objects already as wanted; only
+		// the cache is read for that.
+		replicas, hasReplicas, _ := unstructured.NestedFieldNoCopy(u, "spec", "replicas")
+		unstructured.RemoveNestedField(u, "spec", "replicas")
+		hash, err := specHash(u)
+		if err != nil {
+			return err
+		}
+		cur, err := r.current(ctx, obj)
+		if err != nil {
+			return err
+		}
+		if cur != nil && cur.GetAnnotations()[hashAnnotation] == hash && ownedBy(cur, sd) {
+			continue
+		}
+		if hasReplicas {
+			if d, ok := cur.(*appsv1.Deployment); ok && d.Annotations[planAnnotation] == us.GetAnnotations()[planAnnotation] && d.Spec.Replicas != nil {
+				replicas = int64(*d.Spec.Replicas) // the plan stands: the planner's (or a person's) size stays
+			}
+			_ = unstructured.SetNestedField(u, replicas, "spec", "replicas")
+		}
+		ann := us.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[hashAnnotation] = hash
+		us.SetAnnotations(ann)
 		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(us), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("apply %s %s: %w", us.GetKind(), us.GetName(), err)
 		}
-		keep[us.GetKind()+"/"+us.GetName()] = true
+		applied++
 	}
 	if err := r.prune(ctx, sd, keep); err != nil {
 		return err
 	}
 	st.Endpoint = fmt.Sprintf("http://%s-frontend.%s.svc:%d", sd.Name, sd.Namespace, manifest.FrontendPort)
-	setCond(st, sd.Generation, CondDeployed, true, "Applied", fmt.Sprintf("%d objects applied", len(objs)))
+	if applied > 0 || findCond(st, CondDeployed) == nil {
+		setCond(st, sd.Generation, CondDeployed, true, "Applied", fmt.Sprintf("%d objects as planned (%d written in the last change)", len(objs), applied))
+	}
 	return nil
 }
 
-// keepReplicas leaves a pool at the size it has while its plan stands.
-func (r *Reconciler) keepReplicas(ctx context.Context, d *appsv1.Deployment) error {
-	var cur appsv1.Deployment
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name}, &cur)
+// hashAnnotation on every owned object is the hash of its applied form.
+const hashAnnotation = "gpuplane.io/applied-hash"
+
+func specHash(u map[string]any) (string, error) {
+	b, err := json.Marshal(u) // map keys are sorted: the same object gives the same bytes
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12]), nil
+}
+
+// current reads obj's live version from the cache; nil when it does not exist.
+func (r *Reconciler) current(ctx context.Context, obj client.Object) (client.Object, error) {
+	cur, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not an API object", obj)
+	}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, cur)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil
+		return nil, nil
 	case err != nil:
-		return err
+		return nil, err
 	}
-	if cur.Annotations[planAnnotation] == d.Annotations[planAnnotation] && cur.Spec.Replicas != nil {
-		d.Spec.Replicas = cur.Spec.Replicas
-	}
-	return nil
+	return cur, nil
 }
 
 // prune deletes owned objects that the plan no longer has.

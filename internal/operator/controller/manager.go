@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -58,11 +57,7 @@ func Run(ctx context.Context, cfg *rest.Config, env estimate.Env, o Options) err
 	if err != nil {
 		return fmt.Errorf("controller manager: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	r := &Reconciler{Client: mgr.GetClient(), Kube: kube, Env: env, Recorder: mgr.GetEventRecorder("gpuplane-controller"), FrontendImage: o.FrontendImage}
+	r := &Reconciler{Client: mgr.GetClient(), Env: env, Recorder: mgr.GetEventRecorder("gpuplane-controller"), FrontendImage: o.FrontendImage}
 	if err := r.SetupWithManager(mgr, ctrlmetrics.Registry); err != nil {
 		return err
 	}

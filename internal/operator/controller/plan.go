@@ -10,6 +10,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuplane/gpuplane/api/v1alpha1"
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -34,6 +35,7 @@ func (r *Reconciler) plan(ctx context.Context, sd *v1alpha1.ServingDeployment, s
 	start := r.Now()
 	defer func() { r.metrics.plan.Observe(time.Since(start).Seconds()) }()
 	fail := func(reason, msg string) (bool, error) {
+		log.FromContext(ctx).Info("not planned", "reason", reason, "message", msg)
 		if c := findCond(st, CondPlanned); c == nil || c.Message != msg {
 			r.Recorder.Eventf(sd, nil, corev1.EventTypeWarning, reason, "Plan", "%s", msg)
 		}
@@ -87,6 +89,7 @@ func (r *Reconciler) plan(ctx context.Context, sd *v1alpha1.ServingDeployment, s
 	setCond(st, sd.Generation, CondPlanned, true, "Planned", msg)
 	if changed {
 		r.Recorder.Eventf(sd, nil, corev1.EventTypeNormal, "Planned", "Plan", "%s", msg)
+		log.FromContext(ctx).Info("planned", "plan", describe(p), "ttft", p.TTFT, "itl", p.ITL, "gpus", p.GPUs, "devices", st.Devices)
 	}
 	return true, nil
 }

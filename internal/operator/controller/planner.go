@@ -137,9 +137,8 @@ func (r *Reconciler) plannerFor(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
-	pods := func(role string) workers.Pods {
-		o := manifest.Options{Name: sd.Name}
-		return workers.Pods{Client: r.Kube, Namespace: sd.Namespace, Selector: o.Selector(role), Port: manifest.Port}
+	pods := func(role string) cachedPods {
+		return cachedPods{c: r.Client, ns: sd.Namespace, labels: client.MatchingLabels{"app.kubernetes.io/name": sd.Name, "gpuplane.io/role": role}}
 	}
 	src := &plannerlive.ScrapeSource{PrefillTargets: pods("prefill"), DecodeTargets: pods("decode"), TTFTPercentile: pct, ITLPercentile: pct}
 	if r.Scrape != nil {
@@ -224,6 +223,22 @@ func (r *Reconciler) planStatus(sd *v1alpha1.ServingDeployment, st *v1alpha1.Ser
 }
 
 func msText(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "ms" }
+
+// cachedPods finds a pool's workers (Running, Ready pods) in the
+// manager's cache: a planner tick costs no API call to find them.
+type cachedPods struct {
+	c      client.Reader
+	ns     string
+	labels client.MatchingLabels
+}
+
+func (p cachedPods) Workers(ctx context.Context) ([]string, error) {
+	var list corev1.PodList
+	if err := p.c.List(ctx, &list, client.InNamespace(p.ns), p.labels); err != nil {
+		return nil, fmt.Errorf("list pods %v in %s: %w", p.labels, p.ns, err)
+	}
+	return workers.URLs(list.Items, manifest.Port), nil
+}
 
 // scaler sets a pool's replicas through the Deployment's scale subresource.
 type scaler struct {

@@ -16,15 +16,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -41,9 +42,7 @@ type Recorder interface {
 
 // Reconciler reconciles ServingDeployments.
 type Reconciler struct {
-	Client client.Client
-	// Kube lists worker pods for the planner's scrapes.
-	Kube     kubernetes.Interface
+	Client   client.Client
 	Env      estimate.Env
 	Recorder Recorder
 	// FrontendImage is gpuplane's image for the router and emulated engines.
@@ -105,6 +104,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, reg prometheus.Registere
 		Owns(&rbacv1.RoleBinding{}).
 		Watches(&resourcev1.ResourceSlice{}, devicesChanged).
 		Named("servingdeployment").
+		// Plans are CPU-bound searches: a few at once keep one object's
+		// re-plan from holding up the others' planner ticks.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
 
@@ -136,13 +138,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Devices may free up: try again now and then, and on every
 			// ResourceSlice change.
 			st.ObservedGeneration = sd.Generation
-			return ctrl.Result{RequeueAfter: 30 * time.Second}, r.writeStatus(ctx, &sd, st)
+			return r.finish(ctx, &sd, st, 30*time.Second)
 		}
 	}
 	st.ObservedGeneration = sd.Generation
 	if err := r.apply(ctx, &sd, st); err != nil {
 		setCond(st, sd.Generation, CondDeployed, false, "ApplyFailed", err.Error())
-		_ = r.writeStatus(ctx, &sd, st)
+		if werr := r.writeStatus(ctx, &sd, st); werr != nil {
+			log.FromContext(ctx).Error(werr, "status after a failed apply")
+		}
 		return ctrl.Result{}, err
 	}
 	ready, err := r.observeReplicas(ctx, &sd, st)
@@ -160,18 +164,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else if next > 0 && (requeue == 0 || next < requeue) {
 		requeue = next
 	}
-	if err := r.writeStatus(ctx, &sd, st); err != nil {
+	return r.finish(ctx, &sd, st, requeue)
+}
+
+// finish writes the status and schedules the next look. A conflict means
+// the cache was behind: look again at once rather than lose the status.
+func (r *Reconciler) finish(ctx context.Context, sd *v1alpha1.ServingDeployment, st *v1alpha1.ServingDeploymentStatus, next time.Duration) (ctrl.Result, error) {
+	if err := r.writeStatus(ctx, sd, st); err != nil {
+		if apierrors.IsConflict(err) {
+			log.FromContext(ctx).V(1).Info("status conflict; looking again")
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 func (r *Reconciler) writeStatus(ctx context.Context, sd *v1alpha1.ServingDeployment, st *v1alpha1.ServingDeploymentStatus) error {
+	if equality.Semantic.DeepEqual(sd.Status, *st) {
+		return nil // nothing new: no write, no event
+	}
 	sd.Status = *st
 	if err := r.Client.Status().Update(ctx, sd); err != nil {
-		if apierrors.IsConflict(err) {
-			return nil // a newer version is queued already
-		}
 		return fmt.Errorf("update status: %w", err)
 	}
 	return nil

@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gpuplane/gpuplane/api/v1alpha1"
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/dra/classes"
+	"github.com/gpuplane/gpuplane/internal/dra/fleet"
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+type events struct{ reasons []string }
+
+func (e *events) Eventf(_ runtime.Object, _ runtime.Object, _, reason, _, _ string, _ ...any) {
+	e.reasons = append(e.reasons, reason)
+}
+
+func setup(t *testing.T, sd *v1alpha1.ServingDeployment) (*Reconciler, client.Client, *events) {
+	t.Helper()
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fleet.Parse([]byte("apiVersion: gpuplane.io/v1alpha1\nkind: Fleet\nspec:\n  nodePools:\n  - {name: h, profile: hgx-h100, count: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := f.Nodes(catalog.MustDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []client.Object{sd}
+	for _, n := range nodes {
+		for _, s := range n.Slices.ResourceSlices("gpu.gpuplane.io", n.Name) {
+			objs = append(objs, s.DeepCopy())
+		}
+	}
+	for _, c := range classes.All("gpu.gpuplane.io", classes.Options{}) {
+		objs = append(objs, c.DeepCopy())
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.ServingDeployment{}).Build()
+	params, err := perf.DefaultParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &events{}
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	r := &Reconciler{Client: c, Env: estimate.Env{Catalog: catalog.MustDefault(), Params: params}, Recorder: ev,
+		FrontendImage: "ghcr.io/gpuplane/gpuplane:test", Now: func() time.Time { return now }, metrics: m,
+		planners: map[types.NamespacedName]*livePlanner{}}
+	return r, c, ev
+}
+
+func sdFor(ttft int32) *v1alpha1.ServingDeployment {
+	rate := resource.MustParse("500m")
+	return &v1alpha1.ServingDeployment{ObjectMeta: metav1.ObjectMeta{Name: "qwen", Namespace: "llm", Generation: 1, UID: "u1"},
+		Spec: v1alpha1.ServingDeploymentSpec{
+			Model: v1alpha1.ModelSpec{Name: "Qwen/Qwen3-32B-FP8"}, Engine: v1alpha1.EngineSpec{Backend: "emulate"},
+			SLO:     v1alpha1.SLOSpec{TTFTMilliseconds: ttft, ITLMilliseconds: 30},
+			Traffic: v1alpha1.TrafficSpec{InputTokens: 4000, OutputTokens: 500, RequestsPerSecond: &rate},
+			Planner: v1alpha1.PlannerSpec{Mode: "off"}, Serving: v1alpha1.ServingSpec{Modes: []string{"disagg"}}}}
+}
+
+func reconcileOnce(t *testing.T, r *Reconciler) ctrl.Result {
+	t.Helper()
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "llm", Name: "qwen"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A reconcile plans on the fake cluster's devices, writes the status and
+// the owned objects; a second one changes nothing; a person's replicas
+// stay while the plan stands.
+func TestReconcilePlansAndApplies(t *testing.T) {
+	r, c, ev := setup(t, sdFor(500))
+	reconcileOnce(t, r)
+	var sd v1alpha1.ServingDeployment
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "llm", Name: "qwen"}, &sd); err != nil {
+		t.Fatal(err)
+	}
+	if !meta.IsStatusConditionTrue(sd.Status.Conditions, CondPlanned) || sd.Status.Plan == nil || sd.Status.Plan.Mode != "disagg" {
+		t.Fatalf("status %+v", sd.Status)
+	}
+	if !strings.Contains(sd.Status.Devices, "8 x h100_sxm") {
+		t.Errorf("devices %q", sd.Status.Devices)
+	}
+	var deps appsv1.DeploymentList
+	if err := c.List(context.Background(), &deps, client.InNamespace("llm")); err != nil {
+		t.Fatal(err)
+	}
+	if len(deps.Items) != 3 {
+		t.Fatalf("%d Deployments, want prefill, decode and frontend", len(deps.Items))
+	}
+	var rcts resourcev1.ResourceClaimTemplateList
+	if err := c.List(context.Background(), &rcts, client.InNamespace("llm")); err != nil || len(rcts.Items) != 2 {
+		t.Fatalf("claim templates: %v %d", err, len(rcts.Items))
+	}
+	for _, d := range deps.Items {
+		if len(d.OwnerReferences) != 1 || d.OwnerReferences[0].UID != "u1" || d.Annotations[hashAnnotation] == "" {
+			t.Errorf("%s: owner %v annotations %v", d.Name, d.OwnerReferences, d.Annotations)
+		}
+	}
+	// Someone scales prefill; the plan stands, so the next reconcile keeps it.
+	var pre appsv1.Deployment
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "llm", Name: "qwen-prefill"}, &pre); err != nil {
+		t.Fatal(err)
+	}
+	three := int32(3)
+	pre.Spec.Replicas = &three
+	if err := c.Update(context.Background(), &pre); err != nil {
+		t.Fatal(err)
+	}
+	rv := pre.ResourceVersion
+	reconcileOnce(t, r)
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "llm", Name: "qwen-prefill"}, &pre); err != nil {
+		t.Fatal(err)
+	}
+	if *pre.Spec.Replicas != 3 || pre.ResourceVersion != rv {
+		t.Errorf("prefill at %d replicas (version %s, was %s): want 3 and no write", *pre.Spec.Replicas, pre.ResourceVersion, rv)
+	}
+	if n := strings.Count(strings.Join(ev.reasons, ","), "Planned"); n != 1 {
+		t.Errorf("events %v: one Planned", ev.reasons)
+	}
+}
+
+// An impossible SLO deploys nothing and says why.
+func TestReconcileUnreachable(t *testing.T) {
+	r, c, ev := setup(t, sdFor(5))
+	if res := reconcileOnce(t, r); res.RequeueAfter != 30*time.Second {
+		t.Errorf("requeue %v: an unplanned object is tried again every 30 s", res.RequeueAfter)
+	}
+	var sd v1alpha1.ServingDeployment
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "llm", Name: "qwen"}, &sd); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(sd.Status.Conditions, CondPlanned)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "SLOUnreachable" || !strings.Contains(cond.Message, "closest") {
+		t.Fatalf("Planned %+v", cond)
+	}
+	var deps appsv1.DeploymentList
+	if err := c.List(context.Background(), &deps); err != nil || len(deps.Items) != 0 {
+		t.Fatalf("%d Deployments for an unplanned object", len(deps.Items))
+	}
+	if len(ev.reasons) != 1 || ev.reasons[0] != "SLOUnreachable" {
+		t.Errorf("events %v", ev.reasons)
+	}
+}
