@@ -27,6 +27,9 @@ type configureFlags struct {
 	totalGPUs, gpusPerNode int
 	price                  float64
 	poolFile, file, mode   string
+	fromCluster            bool
+	kubeconfig, selector   string
+	classes                []string
 	modelConfig            string
 	pick                   string
 	explain                bool
@@ -109,6 +112,10 @@ finalists re-run as whole deployments. With no flags it searches Qwen3-32B in fp
 	fl.IntVar(&f.totalGPUs, "total-gpus", f.totalGPUs, "devices of --gpu in the pool")
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "devices per node, bounding tensor parallelism (default: the GPU's NVLink domain)")
 	fl.Float64Var(&f.price, "price", 0, "price of one --gpu device per hour (ranks by goodput per unit of price)")
+	fl.BoolVar(&f.fromCluster, "pool-from-cluster", false, "the pool is the devices the cluster has free: its ResourceSlices less the allocated claims (--device-classes, --device-selector filter them)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --pool-from-cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	fl.StringSliceVar(&f.classes, "device-classes", nil, "DeviceClasses whose devices --pool-from-cluster counts (default: gpu, mig and vgpu.gpuplane.io)")
+	fl.StringVar(&f.selector, "device-selector", "", "CEL expression every device of --pool-from-cluster must satisfy")
 	fl.StringVar(&f.poolFile, "pool", "", "YAML file listing the cluster's device kinds: pool: [{device, count, pricePerHour, gpusPerNode}]")
 	fl.Float64Var(&r.MaxGPUs, "max-gpus", 0, "GPU budget in physical GPUs the devices occupy (two 3g.40gb fill one H100; default: the whole pool)")
 	fl.Float64Var(&r.MaxCostPerHour, "max-cost", 0, "cost budget per hour (needs prices)")
@@ -202,6 +209,17 @@ func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Requ
 	}
 	hwFlags := changed("gpu") || changed("total-gpus") || changed("gpus-per-node") || changed("price")
 	switch {
+	case f.fromCluster && (hwFlags || f.poolFile != ""):
+		return r, fmt.Errorf("--pool-from-cluster: the cluster is the pool; drop --pool, --gpu and --total-gpus")
+	case f.fromCluster:
+		pool, gpus, err := g.clusterPool(f)
+		if err != nil {
+			return r, err
+		}
+		r.Pool = pool
+		if r.MaxGPUs == 0 || r.MaxGPUs > float64(gpus) {
+			r.MaxGPUs = float64(gpus)
+		}
 	case f.poolFile != "" && hwFlags:
 		return r, fmt.Errorf("--pool: give a pool file or --gpu/--total-gpus, not both")
 	case f.poolFile != "":

@@ -228,9 +228,12 @@ func (o *Options) pool(p *configure.Pool, copies int) ([]any, error) {
 	objs = append(objs, &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: o.meta(name, labels),
+		// Headless: the router reaches workers by pod IP, and a
+		// pool needs DNS per pod (KV transfer peers), not a virtual IP.
 		Spec: corev1.ServiceSpec{
-			Selector: o.selector(p.Role),
-			Ports:    []corev1.ServicePort{{Name: "http", Port: Port, TargetPort: intstr.FromInt32(Port)}},
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  o.selector(p.Role),
+			Ports:     []corev1.ServicePort{{Name: "http", Port: Port, TargetPort: intstr.FromInt32(Port)}},
 		},
 	})
 	return objs, nil

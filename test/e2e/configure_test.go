@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -58,8 +59,16 @@ func TestConfigureEmitDeploys(t *testing.T) {
 		case *resourcev1.ResourceClaimTemplate:
 			_, err = cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *appsv1.Deployment:
-			want += int(*o.Spec.Replicas)
+			if len(o.Spec.Template.Spec.ResourceClaims) > 0 { // the router claims no GPU
+				want += int(*o.Spec.Replicas)
+			}
 			_, err = cs.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ServiceAccount:
+			_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = cs.RbacV1().Roles(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *corev1.Service:
 			_, err = cs.CoreV1().Services(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *corev1.ConfigMap:
@@ -74,7 +83,7 @@ func TestConfigureEmitDeploys(t *testing.T) {
 	if want != 8 {
 		t.Fatalf("the reference search should fill the 8 GPUs, the manifests ask for %d pods", want)
 	}
-	running := waitPods(ctx, t, ns, "app.kubernetes.io/name=ref", want, 0)
+	running := waitPods(ctx, t, ns, "app.kubernetes.io/name=ref,gpuplane.io/role!=frontend", want, 0)
 
 	// Every claim got an H200 of the node, none twice.
 	claims, err := cs.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
@@ -107,7 +116,7 @@ func TestConfigureEmitDeploys(t *testing.T) {
 	if _, err := cs.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPods(ctx, t, ns, "app.kubernetes.io/name=ref", want, 1)
+	waitPods(ctx, t, ns, "app.kubernetes.io/name=ref,gpuplane.io/role!=frontend", want, 1)
 }
 
 // waitPods waits for exactly running Running and pending unschedulable

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -24,6 +25,7 @@ import (
 	"github.com/gpuplane/gpuplane/api/v1alpha1"
 	"github.com/gpuplane/gpuplane/internal/bench"
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/cli"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/operator/controller"
 	"github.com/gpuplane/gpuplane/internal/operator/crds"
@@ -129,6 +131,18 @@ func TestOperator(t *testing.T) {
 	runPods(ctx, t, ns, buildGPUPlane(t), testcluster.GPUPlanePods(cluster.Kubeconfig))
 
 	t.Run("bad specs", func(t *testing.T) { badSpecs(ctx, t, c, ns) })
+	t.Run("configure from the cluster's devices", func(t *testing.T) {
+		var out, stderr bytes.Buffer
+		root := cli.NewRoot(&out, &stderr)
+		root.SetArgs([]string{"configure", "--pool-from-cluster", "--kubeconfig", cluster.Kubeconfig, "--model", "Qwen/Qwen3-32B-FP8",
+			"--device-selector", `device.attributes["gpu.gpuplane.io"].productName == "NVIDIA H100 80GB HBM3"`, "--isl", "4000", "--osl", "500", "-o", "json"})
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "pool from the cluster:") || !strings.Contains(out.String(), `"device": "h100_sxm"`) {
+			t.Errorf("stderr %q; result %.300s", stderr.String(), out.String())
+		}
+	})
 
 	sd := servingDeployment(ns, "qwen")
 	applied := time.Now()

@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -166,5 +168,38 @@ func TestReconcileUnreachable(t *testing.T) {
 	}
 	if len(ev.reasons) != 1 || ev.reasons[0] != "SLOUnreachable" {
 		t.Errorf("events %v", ev.reasons)
+	}
+}
+
+// A model the catalog lacks plans from its config.json in a ConfigMap; a
+// ConfigMap without the key is an InvalidModel condition that says so.
+func TestReconcileModelFromConfigMap(t *testing.T) {
+	cfg, err := os.ReadFile("../../catalog/testdata/qwen3-like-config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		data   map[string]string
+		status metav1.ConditionStatus
+		says   string
+	}{
+		{map[string]string{"config.json": string(cfg)}, metav1.ConditionTrue, "predicted TTFT"},
+		{map[string]string{"other": "{}"}, metav1.ConditionFalse, "has no key config.json"},
+	} {
+		sd := sdFor(500)
+		sd.Spec.Model = v1alpha1.ModelSpec{Name: "acme/Qwen3-like-8B", ConfigMap: &corev1.LocalObjectReference{Name: "model"}}
+		r, c, _ := setup(t, sd)
+		if err := c.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "model", Namespace: "llm"}, Data: tc.data}); err != nil {
+			t.Fatal(err)
+		}
+		reconcileOnce(t, r)
+		var got v1alpha1.ServingDeployment
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "llm", Name: "qwen"}, &got); err != nil {
+			t.Fatal(err)
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, CondPlanned)
+		if cond == nil || cond.Status != tc.status || !strings.Contains(cond.Message, tc.says) {
+			t.Errorf("config map %v: Planned %+v, want %s saying %q", tc.data, cond, tc.status, tc.says)
+		}
 	}
 }
