@@ -17,19 +17,7 @@ const gpuplaneChart = "../../deploy/helm/gpuplane"
 
 func renderGPUPlane(t *testing.T, values map[string]any) map[string][]string {
 	t.Helper()
-	docs, err := Render(gpuplaneChart, "gp", "gpuplane-system", values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]string{}
-	for _, d := range docs {
-		var k kinded
-		if err := yaml.Unmarshal([]byte(d), &k); err != nil {
-			t.Fatalf("%v\n%s", err, d)
-		}
-		out[k.Kind] = append(out[k.Kind], d)
-	}
-	return out
+	return renderChart(t, gpuplaneChart, values)
 }
 
 func TestGPUPlaneChartDefaults(t *testing.T) {

@@ -24,7 +24,13 @@ type kinded struct {
 
 func render(t *testing.T, values map[string]any) map[string][]string {
 	t.Helper()
-	docs, err := Render(chart, "gp", "gpuplane-system", values)
+	return renderChart(t, chart, values)
+}
+
+// renderChart renders a chart and groups its documents by kind.
+func renderChart(t *testing.T, dir string, values map[string]any) map[string][]string {
+	t.Helper()
+	docs, err := Render(dir, "gp", "gpuplane-system", values)
 	if err != nil {
 		t.Fatal(err)
 	}

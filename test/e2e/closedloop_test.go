@@ -75,11 +75,7 @@ func TestClosedLoop(t *testing.T) {
 	defer cancel()
 	cs := cluster.Client
 	const ns = "loop"
-	startFleet(ctx, t, "  nodePools:\n  - {name: loop, profile: hgx-h100, count: 1, labels: {e2e-case: loop}}\n")
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	releaseDevices(t, ns)
+	fleetCase(ctx, t, ns, "hgx-h100", 1)
 	if _, err := cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "h100"},
 		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: exactly("gpu.gpuplane.io", attr("productName")+` == "NVIDIA H100 80GB HBM3"`, 1, nil)}},
 		metav1.CreateOptions{}); err != nil {

@@ -184,6 +184,17 @@ func deviceOf(a *resourcev1.AllocationResult) (pool, device, request string) {
 	return r.Pool, r.Device, r.Request
 }
 
+// fleetCase publishes count nodes of profile labelled e2e-case=name and
+// creates the namespace name, whose pods release their devices at the end.
+func fleetCase(ctx context.Context, t *testing.T, name, profile string, count int) {
+	t.Helper()
+	startFleet(ctx, t, fmt.Sprintf("  nodePools:\n  - {name: %[1]s, profile: %[2]s, count: %[3]d, labels: {e2e-case: %[1]s}}\n", name, profile, count))
+	if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	releaseDevices(t, name)
+}
+
 // releaseDevices deletes a test's Deployments and pods in ns at cleanup and
 // waits until the pods are gone, so the claims they held (or were waiting
 // for) do not take devices from later tests.

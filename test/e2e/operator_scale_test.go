@@ -17,9 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuplane/gpuplane/api/v1alpha1"
@@ -33,13 +31,8 @@ import (
 func TestControllerHundredObjects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cs := cluster.Client
 	const ns, n = "scale", 100
-	startFleet(ctx, t, "  nodePools:\n  - {name: scale, profile: hgx-h100, count: 25, labels: {e2e-case: scale}}\n")
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	releaseDevices(t, ns)
+	fleetCase(ctx, t, ns, "hgx-h100", 25)
 	c := installCRDs(ctx, t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,11 +103,7 @@ func TestOperator(t *testing.T) {
 	defer cancel()
 	cs := cluster.Client
 	const ns = "operator"
-	startFleet(ctx, t, "  nodePools:\n  - {name: operator, profile: hgx-h100, count: 1, labels: {e2e-case: operator}}\n")
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	releaseDevices(t, ns)
+	fleetCase(ctx, t, ns, "hgx-h100", 1)
 	c := installCRDs(ctx, t)
 	ctrl.SetLogger(testLogger(t))
 
