@@ -54,13 +54,15 @@ func (r *Reconciler) plan(ctx context.Context, sd *v1alpha1.ServingDeployment, s
 	if len(classes) == 0 {
 		classes = DefaultClasses(sd.Spec.Devices.Driver)
 	}
-	pool, err := devicepool.Build(ctx, env.Catalog, snap, devicepool.Filter{Classes: classes, Selector: sd.Spec.Devices.Selector})
+	pool, err := devicepool.Build(ctx, env.Catalog, snap, devicepool.Filter{Classes: classes, Selector: sd.Spec.Devices.Selector,
+		NodeSelector: sd.Spec.Serving.NodeSelector})
 	if err != nil {
 		return fail("InvalidDevices", err.Error())
 	}
 	st.Devices = pool.String()
 	if len(pool.Kinds) == 0 {
-		return fail("NoMatchingDevices", fmt.Sprintf("no free device matches spec.devices (classes %v, selector %q); %s", classes, sd.Spec.Devices.Selector, skippedText(pool)))
+		return fail("NoMatchingDevices", fmt.Sprintf("no free device matches spec.devices (classes %v, selector %q) on the nodes of spec.serving.nodeSelector %v; %s",
+			classes, sd.Spec.Devices.Selector, sd.Spec.Serving.NodeSelector, skippedText(pool)))
 	}
 	maxGPUs := pool.GPUs
 	if b := int(sd.Spec.Budget.MaxGPUs); b > 0 && b < maxGPUs {
@@ -148,6 +150,16 @@ func (r *Reconciler) snapshot(ctx context.Context, sd *v1alpha1.ServingDeploymen
 		return s, fmt.Errorf("list pods: %w", err)
 	}
 	s.Slices, s.Classes, s.Claims = slices.Items, classes.Items, claims.Items
+	if len(sd.Spec.Serving.NodeSelector) > 0 {
+		var nodes corev1.NodeList
+		if err := r.Client.List(ctx, &nodes, client.MatchingLabels(sd.Spec.Serving.NodeSelector)); err != nil {
+			return s, fmt.Errorf("list nodes: %w", err)
+		}
+		s.NodeLabels = map[string]map[string]string{}
+		for _, n := range nodes.Items {
+			s.NodeLabels[n.Name] = n.Labels
+		}
+	}
 	s.Mine = map[types.UID]bool{}
 	for _, p := range pods.Items {
 		s.Mine[p.UID] = true

@@ -26,6 +26,8 @@ type Snapshot struct {
 	// Mine are the pods whose claims count as free (the deployment's own,
 	// which a new plan replaces).
 	Mine map[types.UID]bool
+	// NodeLabels are the nodes' labels, for Filter.NodeSelector.
+	NodeLabels map[string]map[string]string
 }
 
 // Filter says which devices may be used.
@@ -34,6 +36,10 @@ type Filter struct {
 	Classes []string
 	// Selector is an extra CEL expression every device must satisfy.
 	Selector string
+	// NodeSelector, when set, keeps the devices of nodes whose labels
+	// match it: the pods' node selector, so the plan uses only devices
+	// the pods can reach.
+	NodeSelector map[string]string
 }
 
 // Kind is one free device kind.
@@ -139,6 +145,9 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 		if sl.Spec.NodeName != nil {
 			node = *sl.Spec.NodeName
 		}
+		if node != "" && !matchLabels(f.NodeSelector, s.NodeLabels[node]) {
+			continue
+		}
 		for _, d := range sl.Spec.Devices {
 			ref := deviceRef{sl.Spec.Driver, sl.Spec.Pool.Name, d.Name}
 			if allocated[ref] && !shared(d) {
@@ -218,6 +227,15 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 	}
 	sort.Slice(p.Kinds, func(i, j int) bool { return p.Kinds[i].Device < p.Kinds[j].Device })
 	return p, nil
+}
+
+func matchLabels(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func kindIsWhole(name string) bool { return !strings.Contains(name, ":") }

@@ -26,9 +26,10 @@ func snapshot(t *testing.T, fleetYAML string) Snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s Snapshot
+	s := Snapshot{NodeLabels: map[string]map[string]string{}}
 	for _, n := range nodes {
 		s.Slices = append(s.Slices, n.Slices.ResourceSlices(driver, n.Name)...)
+		s.NodeLabels[n.Name] = n.Labels
 	}
 	s.Classes = classes.All(driver, classes.Options{})
 	return s
@@ -129,5 +130,19 @@ func TestDynamicMIGCountsPlacementsOnce(t *testing.T) {
 	}
 	if ks := kinds(p); ks["h100_sxm"].Free != 1 || ks["h100_sxm:1g.10gb"].Free != 13 {
 		t.Fatalf("pool %s: after one 1g.10gb is taken want 1 whole GPU and 13 1g.10gb", p)
+	}
+}
+
+// A node selector keeps only the devices of the nodes the pods may use.
+func TestNodeSelector(t *testing.T) {
+	s := snapshot(t, "  nodePools:\n  - {name: h, profile: hgx-h100, count: 2, labels: {team: a}}\n  - {name: g, profile: hgx-h200, count: 1, labels: {team: b}}\n")
+	f := allClasses
+	f.NodeSelector = map[string]string{"team": "b"}
+	p, err := Build(context.Background(), catalog.MustDefault(), s, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks := kinds(p); len(ks) != 1 || ks["h200_sxm"].Free != 8 || p.GPUs != 8 {
+		t.Fatalf("pool %s: want only team b's 8 H200s", p)
 	}
 }
