@@ -79,12 +79,12 @@ func (r *Reconciler) plan(ctx context.Context, sd *v1alpha1.ServingDeployment, s
 	if res.Best == nil || !res.Best.MeetsSLO {
 		return fail("SLOUnreachable", plan.Unmet(res))
 	}
-	p := plan.Status(res)
-	for _, pp := range p.Pools {
-		if res.Best.Agg != nil && res.Best.Agg.PP > 1 || res.Best.Prefill != nil && res.Best.Prefill.PP > 1 || res.Best.Decode != nil && res.Best.Decode.PP > 1 {
-			return fail("Unsupported", fmt.Sprintf("the best plan runs %s across nodes (pipeline parallel), which the controller does not deploy yet; limit spec.budget.maxGPUs or deploy `gpuplane configure --emit k8s` by hand", pp.Role))
+	for _, pool := range []*configure.Pool{res.Best.Agg, res.Best.Prefill, res.Best.Decode} {
+		if pool != nil && pool.PP > 1 {
+			return fail("Unsupported", fmt.Sprintf("the best plan runs its %s workers across nodes (pipeline parallel %d), which the controller does not deploy yet; limit spec.budget.maxGPUs or deploy `gpuplane configure --emit k8s` by hand", pool.Role, pool.PP))
 		}
 	}
+	p := plan.Status(res)
 	changed := st.Plan == nil || planKey(st.Plan) != planKey(p)
 	st.Plan = p
 	msg := fmt.Sprintf("%s; predicted TTFT %s, ITL %s, %s tokens/s on %s GPUs", describe(p), p.TTFT, p.ITL, p.TokensPerSecond, p.GPUs)

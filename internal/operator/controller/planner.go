@@ -53,6 +53,7 @@ func (r *Reconciler) forget(n types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.planners, n)
+	delete(r.tried, n)
 }
 
 // tickPlanner runs the object's planner when its interval is due and

@@ -55,6 +55,7 @@ type Reconciler struct {
 	metrics  *metrics
 	mu       sync.Mutex
 	planners map[types.NamespacedName]*livePlanner
+	tried    map[types.NamespacedName]time.Time // last re-plan of an unplanned object
 }
 
 // Condition types and the finalizer-free ownership label.
@@ -75,6 +76,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, reg prometheus.Registere
 		r.Now = time.Now
 	}
 	r.planners = map[types.NamespacedName]*livePlanner{}
+	r.tried = map[types.NamespacedName]time.Time{}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return err
@@ -129,16 +131,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	st := sd.Status.DeepCopy()
 	requeue := time.Duration(0)
-	if st.Plan == nil || st.ObservedGeneration != sd.Generation {
+	if r.needsPlan(&sd, st) {
 		p, err := r.plan(ctx, &sd, st)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if !p {
+		st.ObservedGeneration = sd.Generation
+		if !p && st.Plan == nil {
 			// Devices may free up: try again now and then, and on every
 			// ResourceSlice change.
-			st.ObservedGeneration = sd.Generation
-			return r.finish(ctx, &sd, st, 30*time.Second)
+			return r.finish(ctx, &sd, st, retryPlan)
+		}
+		if !p {
+			// An edit that cannot be planned leaves the last good plan
+			// serving (Planned=False says why) rather than tear it down.
+			requeue = retryPlan
 		}
 	}
 	st.ObservedGeneration = sd.Generation
@@ -165,6 +172,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		requeue = next
 	}
 	return r.finish(ctx, &sd, st, requeue)
+}
+
+// retryPlan is how often an object that cannot be planned is tried again.
+const retryPlan = 30 * time.Second
+
+// needsPlan: a new object or spec, or an unplanned one whose last try is
+// old enough (a ResourceSlice change also brings it here).
+func (r *Reconciler) needsPlan(sd *v1alpha1.ServingDeployment, st *v1alpha1.ServingDeploymentStatus) bool {
+	if st.Plan == nil || st.ObservedGeneration != sd.Generation {
+		return true
+	}
+	if meta.IsStatusConditionTrue(st.Conditions, CondPlanned) {
+		return false
+	}
+	key := types.NamespacedName{Namespace: sd.Namespace, Name: sd.Name}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.tried[key]; ok && r.Now().Sub(last) < 5*time.Second {
+		return false
+	}
+	r.tried[key] = r.Now()
+	return true
 }
 
 // finish writes the status and schedules the next look. A conflict means

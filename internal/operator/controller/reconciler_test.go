@@ -70,7 +70,7 @@ func setup(t *testing.T, sd *v1alpha1.ServingDeployment) (*Reconciler, client.Cl
 	now := time.Unix(1_800_000_000, 0)
 	r := &Reconciler{Client: c, Env: estimate.Env{Catalog: catalog.MustDefault(), Params: params}, Recorder: ev,
 		FrontendImage: "ghcr.io/gpuplane/gpuplane:test", Now: func() time.Time { return now }, metrics: m,
-		planners: map[types.NamespacedName]*livePlanner{}}
+		planners: map[types.NamespacedName]*livePlanner{}, tried: map[types.NamespacedName]time.Time{}}
 	return r, c, ev
 }
 
@@ -201,5 +201,36 @@ func TestReconcileModelFromConfigMap(t *testing.T) {
 		if cond == nil || cond.Status != tc.status || !strings.Contains(cond.Message, tc.says) {
 			t.Errorf("config map %v: Planned %+v, want %s saying %q", tc.data, cond, tc.status, tc.says)
 		}
+	}
+}
+
+// An edit that makes the SLO unreachable keeps the last good plan serving
+// and says Planned=False; relaxing it again plans anew.
+func TestUnplannableEditKeepsServing(t *testing.T) {
+	r, c, _ := setup(t, sdFor(500))
+	reconcileOnce(t, r)
+	var sd v1alpha1.ServingDeployment
+	key := types.NamespacedName{Namespace: "llm", Name: "qwen"}
+	if err := c.Get(context.Background(), key, &sd); err != nil {
+		t.Fatal(err)
+	}
+	good := *sd.Status.Plan
+	sd.Spec.SLO.TTFTMilliseconds = 5
+	sd.Generation = 2
+	if err := c.Update(context.Background(), &sd); err != nil {
+		t.Fatal(err)
+	}
+	if res := reconcileOnce(t, r); res.RequeueAfter == 0 || res.RequeueAfter > retryPlan {
+		t.Errorf("requeue %v: the unplanned edit is tried again", res.RequeueAfter)
+	}
+	if err := c.Get(context.Background(), key, &sd); err != nil {
+		t.Fatal(err)
+	}
+	if meta.IsStatusConditionTrue(sd.Status.Conditions, CondPlanned) || sd.Status.Plan == nil || sd.Status.Plan.Mode != good.Mode {
+		t.Fatalf("status after an unreachable edit: %+v", sd.Status)
+	}
+	var deps appsv1.DeploymentList
+	if err := c.List(context.Background(), &deps, client.InNamespace("llm")); err != nil || len(deps.Items) != 3 {
+		t.Fatalf("the last good plan's pools must keep serving: %d Deployments, %v", len(deps.Items), err)
 	}
 }
