@@ -13,6 +13,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=sd;sdeploy,categories=gpuplane
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name: at most 40 lowercase letters, digits and '-', starting with a letter (it names the pools' Services and Deployments)"
 // +kubebuilder:printcolumn:name="Model",type=string,JSONPath=`.spec.model.name`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.status.plan.mode`
 // +kubebuilder:printcolumn:name="Device",type=string,JSONPath=`.status.plan.device`

@@ -286,6 +286,7 @@ func badSpecs(ctx context.Context, t *testing.T, c client.Client, ns string) {
 		{"unpinned image", func(s *v1alpha1.ServingDeployment) { s.Spec.Engine.Image = "vllm/vllm-openai" }, "pin a tag or digest"},
 		{"unknown backend", func(s *v1alpha1.ServingDeployment) { s.Spec.Engine.Backend = "tgi" }, "spec.engine.backend"},
 		{"rate and users", func(s *v1alpha1.ServingDeployment) { s.Spec.Traffic.Users = 10 }, "not both"},
+		{"long name", func(s *v1alpha1.ServingDeployment) { s.Name = strings.Repeat("a", 41) }, "metadata.name"},
 	}
 	for i, tc := range refused {
 		sd := servingDeployment(ns, fmt.Sprintf("refused-%d", i))
@@ -305,6 +306,9 @@ func badSpecs(ctx context.Context, t *testing.T, c client.Client, ns string) {
 			s.Spec.Devices.Selector = `device.attributes["gpu.gpuplane.io"].productName == "NVIDIA B300"`
 		}},
 		{"bad selector", "InvalidDevices", "devices.selector", func(s *v1alpha1.ServingDeployment) { s.Spec.Devices.Selector = "device.attributes[" }},
+		{"int8 without a checkpoint", "InvalidSpec", "quantised checkpoint", func(s *v1alpha1.ServingDeployment) {
+			s.Spec.Model.Name, s.Spec.Engine.Backend, s.Spec.Engine.Precision = "Qwen/Qwen3-32B", "vllm", "int8"
+		}},
 	}
 	for i, tc := range conditions {
 		name := fmt.Sprintf("unplanned-%d", i)

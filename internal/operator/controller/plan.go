@@ -85,6 +85,10 @@ func (r *Reconciler) plan(ctx context.Context, sd *v1alpha1.ServingDeployment, s
 		}
 	}
 	p := plan.Status(res)
+	// The objects must build (precision flags, images) before the plan is taken.
+	if _, err := r.objects(sd, p); err != nil {
+		return fail("InvalidSpec", err.Error())
+	}
 	changed := st.Plan == nil || planKey(st.Plan) != planKey(p)
 	st.Plan = p
 	msg := fmt.Sprintf("%s; predicted TTFT %s, ITL %s, %s tokens/s on %s GPUs", describe(p), p.TTFT, p.ITL, p.TokensPerSecond, p.GPUs)
