@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/api/v1alpha1"
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -232,5 +233,29 @@ func TestUnplannableEditKeepsServing(t *testing.T) {
 	var deps appsv1.DeploymentList
 	if err := c.List(context.Background(), &deps, client.InNamespace("llm")); err != nil || len(deps.Items) != 3 {
 		t.Fatalf("the last good plan's pools must keep serving: %d Deployments, %v", len(deps.Items), err)
+	}
+}
+
+// The README's example object decodes strictly and plans on one HGX H100
+// node as the walk-through says: disaggregated, on H100s.
+func TestExampleServingDeployment(t *testing.T) {
+	b, err := os.ReadFile("../../../examples/servingdeployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sd v1alpha1.ServingDeployment
+	if err := yaml.UnmarshalStrict(b, &sd); err != nil {
+		t.Fatalf("examples/servingdeployment.yaml: %v", err)
+	}
+	sd.Namespace, sd.UID, sd.Generation = "llm", "u1", 1
+	sd.Name = "qwen" // the fake cluster's helpers use this name
+	r, c, _ := setup(t, &sd)
+	reconcileOnce(t, r)
+	var got v1alpha1.ServingDeployment
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "llm", Name: "qwen"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	if p := got.Status.Plan; p == nil || p.Mode != "disagg" || p.Device != "h100_sxm" {
+		t.Fatalf("the example plans %+v; the walk-through shows disagg on h100_sxm (conditions %+v)", p, got.Status.Conditions)
 	}
 }
