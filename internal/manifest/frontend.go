@@ -25,9 +25,9 @@ func (o *Options) frontend(mode string) []any {
 	labels := o.labels("frontend")
 	args := []string{"frontend", "--namespace", "$(POD_NAMESPACE)", "--host", "0.0.0.0", "--port", itoa(FrontendPort), "--worker-port", itoa(Port)}
 	if mode == "disagg" {
-		args = append(args, "--prefill-selector", o.Selector("prefill"), "--decode-selector", o.Selector("decode"))
+		args = append(args, "--prefill-selector", o.selectorText("prefill"), "--decode-selector", o.selectorText("decode"))
 	} else {
-		args = append(args, "--selector", o.Selector("agg"))
+		args = append(args, "--selector", o.selectorText("agg"))
 	}
 	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/metrics", Port: intstr.FromInt32(FrontendPort)}}
 	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: o.meta(name, labels)}

@@ -18,6 +18,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -166,13 +167,18 @@ func (o *Options) labels(role string) map[string]string {
 	return l
 }
 
-func (o *Options) selector(role string) map[string]string {
-	return map[string]string{"app.kubernetes.io/name": o.Name, "gpuplane.io/role": role}
+// PodLabels select the pods of one role (a pool, or the router) of the
+// deployment called name: the workloads' selectors, the router's worker
+// discovery and the controller's planner all find pods by them.
+func PodLabels(name, role string) map[string]string {
+	return map[string]string{"app.kubernetes.io/name": name, "gpuplane.io/role": role}
 }
 
-// Selector is the label selector of a pool's pods, as text.
-func (o *Options) Selector(role string) string {
-	return "app.kubernetes.io/name=" + o.Name + ",gpuplane.io/role=" + role
+func (o *Options) selector(role string) map[string]string { return PodLabels(o.Name, role) }
+
+// selectorText is the role's label selector as a flag value.
+func (o *Options) selectorText(role string) string {
+	return labels.SelectorFromSet(PodLabels(o.Name, role)).String()
 }
 
 func (o *Options) meta(name string, labels map[string]string) metav1.ObjectMeta {

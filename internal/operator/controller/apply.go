@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,7 +64,8 @@ func (r *Reconciler) objects(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan) (
 		}
 		o.Quantization, o.KVCache = q, kv
 	}
-	objs, err := manifest.Objects(config(p), o)
+	cfg := config(p)
+	objs, err := manifest.Objects(cfg, o)
 	if err != nil {
 		return nil, err
 	}
@@ -83,12 +85,13 @@ func (r *Reconciler) objects(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan) (
 		out = append(out, co)
 	}
 	if sd.Spec.Serving.Dynamo {
-		y, err := manifest.Dynamo(config(p), o)
+		y, err := manifest.Dynamo(cfg, o)
 		if err != nil {
 			return nil, fmt.Errorf("spec.serving.dynamo: %w", err)
 		}
-		out = append(out, &corev1.ConfigMap{TypeMeta: typeMeta("v1", "ConfigMap"),
-			ObjectMeta: objectMeta(sd.Name+"-dynamo", sd.Namespace, o.Labels), Data: map[string]string{"dynamographdeployment.yaml": string(y)}})
+		out = append(out, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: sd.Name + "-dynamo", Namespace: sd.Namespace, Labels: o.Labels},
+			Data:       map[string]string{"dynamographdeployment.yaml": string(y)}})
 	}
 	return out, nil
 }

@@ -32,7 +32,7 @@ func DefaultClasses(driver string) []string {
 // why there is none) in st. It returns false when the object cannot be
 // deployed as it stands; errors are the API's.
 func (r *Reconciler) plan(ctx context.Context, sd *v1alpha1.ServingDeployment, st *v1alpha1.ServingDeploymentStatus) (bool, error) {
-	start := r.Now()
+	start := time.Now()
 	defer func() { r.metrics.plan.Observe(time.Since(start).Seconds()) }()
 	fail := func(reason, msg string) (bool, error) {
 		log.FromContext(ctx).Info("not planned", "reason", reason, "message", msg)

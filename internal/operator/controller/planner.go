@@ -3,8 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,9 +23,6 @@ import (
 	"github.com/gpuplane/gpuplane/internal/plannerlive"
 	"github.com/gpuplane/gpuplane/internal/workers"
 )
-
-// ScrapeFactory makes the HTTP client the planner scrapes workers with.
-type ScrapeFactory func() *http.Client
 
 // livePlanner is one object's planner: the core's state between ticks.
 type livePlanner struct {
@@ -139,12 +136,9 @@ func (r *Reconciler) plannerFor(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan
 		return nil, fmt.Errorf("planner: %w", err)
 	}
 	pods := func(role string) cachedPods {
-		return cachedPods{c: r.Client, ns: sd.Namespace, labels: client.MatchingLabels{"app.kubernetes.io/name": sd.Name, "gpuplane.io/role": role}}
+		return cachedPods{c: r.Client, ns: sd.Namespace, labels: manifest.PodLabels(sd.Name, role)}
 	}
 	src := &plannerlive.ScrapeSource{PrefillTargets: pods("prefill"), DecodeTargets: pods("decode"), TTFTPercentile: pct, ITLPercentile: pct}
-	if r.Scrape != nil {
-		src.Client = r.Scrape()
-	}
 	lp = &livePlanner{key: key, source: &recording{MetricsSource: src}}
 	ref := sd.DeepCopy()
 	lp.runner = &plannerlive.Runner{Planner: core, Metrics: lp.source, DryRun: mode == "advisory",
@@ -165,20 +159,13 @@ func (r *Reconciler) plannerFor(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan
 				if outcome == "failed" {
 					kind = corev1.EventTypeWarning
 				}
-				r.Recorder.Eventf(ref, nil, kind, "Planner"+title(outcome), "Scale", "prefill %d, decode %d: %s", d.Prefill, d.Decode, d.Reason)
+				r.Recorder.Eventf(ref, nil, kind, "Planner"+strings.ToUpper(outcome[:1])+outcome[1:], "Scale", "prefill %d, decode %d: %s", d.Prefill, d.Decode, d.Reason)
 			}
 		}}
 	r.mu.Lock()
 	r.planners[name] = lp
 	r.mu.Unlock()
 	return lp, nil
-}
-
-func title(s string) string {
-	if s == "" {
-		return s
-	}
-	return string(s[0]-'a'+'A') + s[1:]
 }
 
 // planStatus copies the planner's decisions and last observation into the

@@ -8,14 +8,6 @@ import (
 	"github.com/gpuplane/gpuplane/api/v1alpha1"
 )
 
-func typeMeta(apiVersion, kind string) metav1.TypeMeta {
-	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
-}
-
-func objectMeta(name, ns string, labels map[string]string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
-}
-
 func metaItems(list client.ObjectList) ([]client.Object, error) {
 	objs, err := meta.ExtractList(list)
 	if err != nil {
