@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuplane/gpuplane/internal/configure"
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
@@ -17,26 +19,26 @@ import (
 // does, and returns them as configure's pool and the physical GPUs they
 // sit on.
 func (g *globals) clusterPool(f *configureFlags) ([]configure.PoolEntry, int, error) {
-	cs, err := kubeclient.Clientset(f.kubeconfig)
+	cfg, err := kubeclient.Config(f.kubeconfig)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--pool-from-cluster: %w", err)
+	}
+	scheme, err := controller.Scheme()
+	if err != nil {
+		return nil, 0, err
+	}
+	// controller-runtime's client logs through its own logger: the CLI's.
+	ctrllog.SetLogger(logr.FromSlogHandler(g.log.Handler()))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, 0, fmt.Errorf("--pool-from-cluster: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var snap devicepool.Snapshot
-	slices, err := cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	snap, err := controller.ReadDevices(ctx, c, nil)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--pool-from-cluster: list ResourceSlices: %w", err)
+		return nil, 0, fmt.Errorf("--pool-from-cluster: %w", err)
 	}
-	classes, err := cs.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, 0, fmt.Errorf("--pool-from-cluster: list DeviceClasses: %w", err)
-	}
-	claims, err := cs.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, 0, fmt.Errorf("--pool-from-cluster: list ResourceClaims: %w", err)
-	}
-	snap.Slices, snap.Classes, snap.Claims = slices.Items, classes.Items, claims.Items
 	env, err := g.env()
 	if err != nil {
 		return nil, 0, err
@@ -45,7 +47,8 @@ func (g *globals) clusterPool(f *configureFlags) ([]configure.PoolEntry, int, er
 	if len(names) == 0 {
 		names = controller.DefaultClasses("gpuplane")
 	}
-	pool, err := devicepool.Build(ctx, env.Catalog, snap, devicepool.Filter{Classes: names, Selector: f.selector})
+	pool, err := devicepool.Build(ctx, env.Catalog, snap, devicepool.Filter{Classes: names, Selector: f.selector,
+		ClassesField: "--device-classes", SelectorField: "--device-selector"})
 	if err != nil {
 		return nil, 0, fmt.Errorf("--pool-from-cluster: %w", err)
 	}

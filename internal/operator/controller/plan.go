@@ -55,7 +55,7 @@ func (r *Reconciler) plan(ctx context.Context, sd *v1alpha1.ServingDeployment, s
 		classes = DefaultClasses(sd.Spec.Devices.Driver)
 	}
 	pool, err := devicepool.Build(ctx, env.Catalog, snap, devicepool.Filter{Classes: classes, Selector: sd.Spec.Devices.Selector,
-		NodeSelector: sd.Spec.Serving.NodeSelector})
+		NodeSelector: sd.Spec.Serving.NodeSelector, ClassesField: "spec.devices.classes", SelectorField: "spec.devices.selector"})
 	if err != nil {
 		return fail("InvalidDevices", err.Error())
 	}
@@ -134,35 +134,47 @@ func (r *Reconciler) envFor(ctx context.Context, sd *v1alpha1.ServingDeployment)
 	return estimate.Env{Catalog: cat, Params: r.Env.Params}, nil
 }
 
-// snapshot reads the DRA state; the object's own pods' claims count as free.
-func (r *Reconciler) snapshot(ctx context.Context, sd *v1alpha1.ServingDeployment) (devicepool.Snapshot, error) {
+// ReadDevices reads what devicepool.Build needs: ResourceSlices,
+// DeviceClasses, ResourceClaims and, for a node selector, the matching
+// nodes' labels. The controller reads its cache, `configure
+// --pool-from-cluster` the API server.
+func ReadDevices(ctx context.Context, c client.Reader, nodeSelector map[string]string) (devicepool.Snapshot, error) {
 	var s devicepool.Snapshot
 	var slices resourcev1.ResourceSliceList
-	if err := r.Client.List(ctx, &slices); err != nil {
+	if err := c.List(ctx, &slices); err != nil {
 		return s, fmt.Errorf("list ResourceSlices: %w", err)
 	}
 	var classes resourcev1.DeviceClassList
-	if err := r.Client.List(ctx, &classes); err != nil {
+	if err := c.List(ctx, &classes); err != nil {
 		return s, fmt.Errorf("list DeviceClasses: %w", err)
 	}
 	var claims resourcev1.ResourceClaimList
-	if err := r.Client.List(ctx, &claims); err != nil {
+	if err := c.List(ctx, &claims); err != nil {
 		return s, fmt.Errorf("list ResourceClaims: %w", err)
 	}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(sd.Namespace), client.MatchingLabels{ownerLabel: sd.Name}); err != nil {
-		return s, fmt.Errorf("list pods: %w", err)
-	}
 	s.Slices, s.Classes, s.Claims = slices.Items, classes.Items, claims.Items
-	if len(sd.Spec.Serving.NodeSelector) > 0 {
+	if len(nodeSelector) > 0 {
 		var nodes corev1.NodeList
-		if err := r.Client.List(ctx, &nodes, client.MatchingLabels(sd.Spec.Serving.NodeSelector)); err != nil {
+		if err := c.List(ctx, &nodes, client.MatchingLabels(nodeSelector)); err != nil {
 			return s, fmt.Errorf("list nodes: %w", err)
 		}
 		s.NodeLabels = map[string]map[string]string{}
 		for _, n := range nodes.Items {
 			s.NodeLabels[n.Name] = n.Labels
 		}
+	}
+	return s, nil
+}
+
+// snapshot reads the DRA state; the object's own pods' claims count as free.
+func (r *Reconciler) snapshot(ctx context.Context, sd *v1alpha1.ServingDeployment) (devicepool.Snapshot, error) {
+	s, err := ReadDevices(ctx, r.Client, sd.Spec.Serving.NodeSelector)
+	if err != nil {
+		return s, err
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(sd.Namespace), client.MatchingLabels{ownerLabel: sd.Name}); err != nil {
+		return s, fmt.Errorf("list pods: %w", err)
 	}
 	s.Mine = map[types.UID]bool{}
 	for _, p := range pods.Items {

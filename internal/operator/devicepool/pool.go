@@ -40,6 +40,9 @@ type Filter struct {
 	// match it: the pods' node selector, so the plan uses only devices
 	// the pods can reach.
 	NodeSelector map[string]string
+	// ClassesField and SelectorField name Classes and Selector in errors
+	// as the caller's user wrote them (default devices.classes, devices.selector).
+	ClassesField, SelectorField string
 }
 
 // Kind is one free device kind.
@@ -87,8 +90,14 @@ type deviceRef struct {
 
 // Build evaluates the filter on every published device and counts the free ones.
 func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Pool, error) {
+	if f.ClassesField == "" {
+		f.ClassesField = "devices.classes"
+	}
+	if f.SelectorField == "" {
+		f.SelectorField = "devices.selector"
+	}
 	if len(f.Classes) == 0 {
-		return nil, fmt.Errorf("devices.classes: no DeviceClass to choose from")
+		return nil, fmt.Errorf("%s: no DeviceClass to choose from", f.ClassesField)
 	}
 	classes := map[string]*resourcev1.DeviceClass{}
 	for i := range s.Classes {
@@ -98,7 +107,7 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 	for _, name := range f.Classes {
 		c, ok := classes[name]
 		if !ok {
-			return nil, fmt.Errorf("devices.classes: DeviceClass %q does not exist in the cluster", name)
+			return nil, fmt.Errorf("%s: DeviceClass %q does not exist in the cluster", f.ClassesField, name)
 		}
 		var exprs []string
 		for _, sel := range c.Spec.Selectors {
@@ -116,7 +125,7 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 	for _, e := range sels {
 		r := cache.GetOrCompile(e)
 		if r.Error != nil {
-			return nil, fmt.Errorf("devices.classes: a class selector does not compile: %v", r.Error)
+			return nil, fmt.Errorf("%s: a class selector does not compile: %v", f.ClassesField, r.Error)
 		}
 		compiled = append(compiled, r)
 	}
@@ -124,7 +133,7 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 	if f.Selector != "" {
 		r := cache.GetOrCompile(f.Selector)
 		if r.Error != nil {
-			return nil, fmt.Errorf("devices.selector: %q does not compile: %v; write a CEL expression over device.attributes and device.capacity, as in a ResourceClaim", f.Selector, r.Error)
+			return nil, fmt.Errorf("%s: %q does not compile: %v; write a CEL expression over device.attributes and device.capacity, as in a ResourceClaim", f.SelectorField, f.Selector, r.Error)
 		}
 		extra = &r
 	}
@@ -167,7 +176,7 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 			if extra != nil {
 				m, _, err := extra.DeviceMatches(ctx, cd)
 				if err != nil {
-					return nil, fmt.Errorf("devices.selector: %q on device %s/%s: %v", f.Selector, sl.Spec.Pool.Name, d.Name, err)
+					return nil, fmt.Errorf("%s: %q on device %s/%s: %v", f.SelectorField, f.Selector, sl.Spec.Pool.Name, d.Name, err)
 				}
 				if !m {
 					continue
