@@ -146,9 +146,8 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 	skipped := map[string]int{}
 	// Partitions of one GPU overlap: count each profile at most as many
 	// times as the GPU's remaining counters allow.
-	type setProfile struct{ set, kind string }
+	type setProfile struct{ node, set, kind string }
 	partitions := map[setProfile]int{}
-	partitionNode := map[setProfile]string{}
 	for _, sl := range s.Slices {
 		node := ""
 		if sl.Spec.NodeName != nil {
@@ -187,7 +186,6 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 				skipped[product]++
 				continue
 			}
-			gpu := gpuKey(sl, d)
 			if len(d.ConsumesCounters) > 0 {
 				set := sl.Spec.Pool.Name + "/" + d.ConsumesCounters[0].CounterSet
 				if !fits(d, sl.Spec.Pool.Name, consumed) {
@@ -196,14 +194,13 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 				if kindIsWhole(kind) {
 					perNode[nodeKind{node, kind}]++
 				} else {
-					partitions[setProfile{set, kind}]++
-					partitionNode[setProfile{set, kind}] = node
+					partitions[setProfile{node, set, kind}]++
 				}
 				gpus[set] = true
 				continue
 			}
 			perNode[nodeKind{node, kind}]++
-			gpus[gpu] = true
+			gpus[gpuKey(sl, d)] = true
 		}
 	}
 	for sp, n := range partitions {
@@ -217,7 +214,7 @@ func Build(ctx context.Context, cat *catalog.Catalog, s Snapshot, f Filter) (*Po
 				most = min(n, p.MaxInstances)
 			}
 		}
-		perNode[nodeKind{partitionNode[sp], sp.kind}] += most
+		perNode[nodeKind{sp.node, sp.kind}] += most
 	}
 	byKind := map[string]*Kind{}
 	for nk, n := range perNode {
