@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuplane/gpuplane/internal/imagebuild"
 )
@@ -123,16 +124,19 @@ func sharedLibs(bin string) ([]string, error) {
 	return libs, nil
 }
 
-var appVersion = regexp.MustCompile(`(?m)^appVersion:\s*"?([0-9A-Za-z.+-]+)"?`)
-
 func chartVersion(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
-	m := appVersion.FindSubmatch(b)
-	if m == nil {
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(b, &chart); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if chart.AppVersion == "" {
 		return "", fmt.Errorf("%s: no appVersion", path)
 	}
-	return string(m[1]), nil
+	return chart.AppVersion, nil
 }
