@@ -23,6 +23,7 @@ targets=(
   "./internal/emulate FuzzRequestBody"
   "./internal/cli FuzzEstimateLine"
   "./internal/operator/plan FuzzRequest"
+  "./internal/operator/devicepool FuzzSelector"
 )
 for entry in "${targets[@]}"; do
   read -r pkg name <<<"$entry"

@@ -16,7 +16,7 @@ import (
 
 const driver = "gpu.gpuplane.io"
 
-func snapshot(t *testing.T, fleetYAML string) Snapshot {
+func snapshot(t testing.TB, fleetYAML string) Snapshot {
 	t.Helper()
 	f, err := fleet.Parse([]byte("apiVersion: gpuplane.io/v1alpha1\nkind: Fleet\nspec:\n" + fleetYAML))
 	if err != nil {
