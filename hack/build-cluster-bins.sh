@@ -16,7 +16,8 @@ kmajor="${kver#v}"; kmajor="${kmajor%%.*}"
 kminor="${kver#v*.}"; kminor="${kminor%%.*}"
 vpkg=k8s.io/component-base/version
 ldflags="-X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=$kmajor -X $vpkg.gitMinor=$kminor -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
-go build -ldflags "$ldflags" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+go build -ldflags "$ldflags" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
+  k8s.io/kubernetes/cmd/kubelet
 GOBIN="$out" go install sigs.k8s.io/kwok/cmd/kwok@v0.8.0
 # kwok's stage definitions ship in its module; the cluster passes them with --config.
 kwokdir="$(go mod download -json sigs.k8s.io/kwok@v0.8.0 | sed -n 's/.*"Dir": "\(.*\)",/\1/p')"

@@ -4,6 +4,7 @@
 package drivercli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/dra/healthfile"
 	"github.com/gpuplane/gpuplane/internal/dra/nvmldiscovery"
 	"github.com/gpuplane/gpuplane/internal/dra/plugin"
 	"github.com/gpuplane/gpuplane/internal/dra/profiles"
@@ -51,7 +54,7 @@ func featureFlags(cmd *cobra.Command, f *slices.Features) {
 }
 
 func newRunCmd() *cobra.Command {
-	var kubeconfig, nodeName, discovery, profile, pluginDir, registrarDir, cdiDir, healthzAddr string
+	var kubeconfig, nodeName, discovery, profile, pluginDir, registrarDir, cdiDir, healthzAddr, healthEvents string
 	var migLayout []string
 	var f slices.Features
 	cmd := &cobra.Command{
@@ -103,9 +106,18 @@ the device (NVML discovery).
 					return err
 				}
 				cfg.Discoverer = profiles.Static{Node: inv}
-				cfg.Partitioner = &profiles.Partitioner{Node: nodeName, Inv: inv}
+				// The fake GPUs keep their dynamic partitions across driver
+				// restarts in the plugin folder, as real GPUs keep theirs.
+				cfg.Partitioner = &profiles.Partitioner{Node: nodeName, Inv: inv,
+					StateFile: filepath.Join(cmp.Or(pluginDir, plugin.DefaultPluginDir), profiles.PartitionStateFile)}
+				if healthEvents != "" {
+					cfg.Health = &healthfile.Source{Path: healthEvents, Inv: inv}
+				}
 			default:
 				return fmt.Errorf("--discovery: %q, want nvml or profile", discovery)
+			}
+			if healthEvents != "" && discovery != "profile" {
+				return fmt.Errorf("--health-events: %q is for --discovery profile; NVML reports the GPUs' health itself", healthEvents)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -151,6 +163,7 @@ the device (NVML discovery).
 	cmd.Flags().StringVar(&pluginDir, "plugin-dir", "", "socket and checkpoint directory (default /var/lib/kubelet/plugins/gpu.gpuplane.io)")
 	cmd.Flags().StringVar(&registrarDir, "registrar-dir", "", "kubelet plugin registration directory (default /var/lib/kubelet/plugins_registry)")
 	cmd.Flags().StringVar(&cdiDir, "cdi-dir", "", "CDI spec directory (default /var/run/cdi)")
+	cmd.Flags().StringVar(&healthEvents, "health-events", "", `--discovery profile: follow this file of health events, one JSON object a line, e.g. {"uuid": "GPU-...", "healthy": false, "reason": "XID 79"}`)
 	cmd.Flags().StringVar(&healthzAddr, "healthz-addr", "", "serve /healthz for a liveness probe on this address, e.g. :51515 in a pod (default: off)")
 	featureFlags(cmd, &f)
 	return cmd

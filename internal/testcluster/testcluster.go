@@ -55,6 +55,7 @@ type Cluster struct {
 	Config     *rest.Config
 	Client     kubernetes.Interface
 	procs      []*exec.Cmd
+	binDir     string
 	ownDir     bool
 }
 
@@ -109,7 +110,7 @@ func Start(ctx context.Context, opt Options) (_ *Cluster, err error) {
 	if opt.StartTimeout == 0 {
 		opt.StartTimeout = 90 * time.Second
 	}
-	c := &Cluster{Dir: opt.Dir}
+	c := &Cluster{Dir: opt.Dir, binDir: opt.BinDir}
 	if c.Dir == "" {
 		if c.Dir, err = os.MkdirTemp("", "gpuplane-cluster-"); err != nil {
 			return nil, err

@@ -26,6 +26,10 @@ import (
 // DriverName is the DRA driver's name and its attribute domain.
 const DriverName = "gpu.gpuplane.io"
 
+// DefaultPluginDir is where the plugin keeps its socket and checkpoint
+// unless told otherwise.
+var DefaultPluginDir = filepath.Join(kubeletplugin.KubeletPluginsDir, DriverName)
+
 // Discoverer reads the node's GPUs (NVML on a GPU node, a profile on a fake one).
 type Discoverer interface {
 	Discover() (*inventory.Node, error)
@@ -101,7 +105,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, errors.New("plugin: dynamic MIG needs a partitioner")
 	}
 	if cfg.PluginDir == "" {
-		cfg.PluginDir = filepath.Join(kubeletplugin.KubeletPluginsDir, DriverName)
+		cfg.PluginDir = DefaultPluginDir
 	}
 	if cfg.CDIDir == "" {
 		cfg.CDIDir = kubeletplugin.DefaultCDIDir

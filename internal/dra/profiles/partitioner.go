@@ -1,12 +1,19 @@
 package profiles
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"sort"
 	"strconv"
 	"sync"
 
 	"github.com/gpuplane/gpuplane/internal/dra/inventory"
 )
+
+// PartitionStateFile is the state file's name in the plugin's folder.
+const PartitionStateFile = "profile-partitions.json"
 
 // Partitioner creates MIG partitions on a profile node the way the GPU
 // would: a partition is refused where it overlaps one that exists. UUIDs are
@@ -15,21 +22,46 @@ import (
 type Partitioner struct {
 	Node string
 	Inv  *inventory.Node
+	// StateFile, when set, keeps the partitions across plugin restarts, as
+	// a GPU keeps its MIG partitions when the driver restarts, and lets a
+	// person or a test see which exist.
+	StateFile string
 
-	mu   sync.Mutex
-	used map[string][]bool // GPU UUID -> memory slices in use
+	mu     sync.Mutex
+	loaded bool
+	used   map[string][]bool // GPU UUID -> memory slices in use
+	parts  map[Partition]bool
+}
+
+// Partition is one MIG partition that exists.
+type Partition struct {
+	GPU     string `json:"gpu"`
+	Profile string `json:"profile"`
+	Start   int    `json:"start"`
 }
 
 // Create makes the partition and returns its MIG UUID.
 func (p *Partitioner) Create(gpuUUID, profile string, start int) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	g, prof, err := p.find(gpuUUID, profile)
+	if err := p.load(); err != nil {
+		return "", err
+	}
+	uuid, err := p.create(gpuUUID, profile, start)
 	if err != nil {
 		return "", err
 	}
-	if p.used == nil {
-		p.used = map[string][]bool{}
+	if err := p.save(); err != nil {
+		_ = p.destroy(gpuUUID, profile, start)
+		return "", err
+	}
+	return uuid, nil
+}
+
+func (p *Partitioner) create(gpuUUID, profile string, start int) (string, error) {
+	g, prof, err := p.find(gpuUUID, profile)
+	if err != nil {
+		return "", err
 	}
 	u := p.used[gpuUUID]
 	if u == nil {
@@ -47,11 +79,19 @@ func (p *Partitioner) Create(gpuUUID, profile string, start int) (string, error)
 	for s := start; s < start+prof.MemorySlices; s++ {
 		u[s] = true
 	}
+	p.parts[Partition{GPU: gpuUUID, Profile: profile, Start: start}] = true
 	return "MIG-" + uuid(p.Node, strconv.Itoa(g.Index), profile, strconv.Itoa(start)), nil
 }
 
-// Restore takes back a partition a restarted plugin's checkpoint holds.
+// Restore takes back a partition a restarted plugin's checkpoint holds;
+// one that still exists (kept in the state file) is taken as it is.
 func (p *Partitioner) Restore(gpuUUID, profile string, start int) error {
+	p.mu.Lock()
+	exists := p.load() == nil && p.parts[Partition{GPU: gpuUUID, Profile: profile, Start: start}]
+	p.mu.Unlock()
+	if exists {
+		return nil
+	}
 	_, err := p.Create(gpuUUID, profile, start)
 	return err
 }
@@ -60,6 +100,16 @@ func (p *Partitioner) Restore(gpuUUID, profile string, start int) error {
 func (p *Partitioner) Destroy(gpuUUID, profile string, start int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.load(); err != nil {
+		return err
+	}
+	if err := p.destroy(gpuUUID, profile, start); err != nil {
+		return err
+	}
+	return p.save()
+}
+
+func (p *Partitioner) destroy(gpuUUID, profile string, start int) error {
 	_, prof, err := p.find(gpuUUID, profile)
 	if err != nil {
 		return err
@@ -68,6 +118,95 @@ func (p *Partitioner) Destroy(gpuUUID, profile string, start int) error {
 		for s := start; s < start+prof.MemorySlices && s < len(u); s++ {
 			u[s] = false
 		}
+	}
+	delete(p.parts, Partition{GPU: gpuUUID, Profile: profile, Start: start})
+	return nil
+}
+
+// Partitions lists the partitions that exist, in a stable order.
+func (p *Partitioner) Partitions() ([]Partition, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.load(); err != nil {
+		return nil, err
+	}
+	return p.list(), nil
+}
+
+func (p *Partitioner) list() []Partition {
+	out := make([]Partition, 0, len(p.parts))
+	for pt := range p.parts {
+		out = append(out, pt)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.GPU != b.GPU {
+			return a.GPU < b.GPU
+		}
+		if a.Start != b.Start {
+			return a.Start < b.Start
+		}
+		return a.Profile < b.Profile
+	})
+	return out
+}
+
+// ReadPartitions reads a partitioner's state file (none: no partitions).
+func ReadPartitions(path string) ([]Partition, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st partitionState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("partition state %s: %w", path, err)
+	}
+	return st.Partitions, nil
+}
+
+type partitionState struct {
+	Partitions []Partition `json:"partitions"`
+}
+
+// load reads the state file once; mu held.
+func (p *Partitioner) load() error {
+	if p.loaded {
+		return nil
+	}
+	p.used, p.parts = map[string][]bool{}, map[Partition]bool{}
+	if p.StateFile != "" {
+		parts, err := ReadPartitions(p.StateFile)
+		if err != nil {
+			return err
+		}
+		for _, pt := range parts {
+			if _, err := p.create(pt.GPU, pt.Profile, pt.Start); err != nil {
+				return fmt.Errorf("partition state %s: %w", p.StateFile, err)
+			}
+		}
+	}
+	p.loaded = true
+	return nil
+}
+
+// save writes the state file atomically; mu held.
+func (p *Partitioner) save() error {
+	if p.StateFile == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(partitionState{Partitions: p.list()}, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := p.StateFile + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("partition state: %w", err)
+	}
+	if err := os.Rename(tmp, p.StateFile); err != nil {
+		return fmt.Errorf("partition state: %w", err)
 	}
 	return nil
 }
