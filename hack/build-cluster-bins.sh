@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries (etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler from the module proxy; kwok) into
+# kube-controller-manager, kube-scheduler and the kubelet from the module
+# proxy; kwok) into
 # .cache/bin. Go's build cache makes a rebuild take seconds; the first build
 # takes about 8 minutes on 2 cores.
 set -euo pipefail

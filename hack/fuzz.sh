@@ -24,6 +24,8 @@ targets=(
   "./internal/cli FuzzEstimateLine"
   "./internal/operator/plan FuzzRequest"
   "./internal/operator/devicepool FuzzSelector"
+  "./internal/dra/healthfile FuzzParse"
+  "./internal/recordcri FuzzRequests"
 )
 for entry in "${targets[@]}"; do
   read -r pkg name <<<"$entry"

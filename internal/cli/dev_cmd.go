@@ -24,7 +24,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	cluster := &cobra.Command{Use: "cluster up|down", Short: "Run (up) or stop (down) the local control plane used by the e2e tests"}
 	var dir, binDir, gpuProfile string
 	var gpuNodes int
-	var noBuild, purge, withController bool
+	var noBuild, purge, withController, withKubelet bool
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on loopback; runs until interrupted",
@@ -45,7 +45,16 @@ func newDevCmd(g *globals) *cobra.Command {
 			if binDir == "" {
 				binDir = testcluster.DefaultBinDir()
 			}
-			if err := testcluster.CheckBinaries(binDir); err != nil {
+			if withKubelet {
+				if err := testcluster.CheckKubeletRoot(); err != nil {
+					return fmt.Errorf("--kubelet: %w", err)
+				}
+			}
+			err = testcluster.CheckBinaries(binDir)
+			if err == nil && withKubelet {
+				err = testcluster.CheckKubelet(binDir)
+			}
+			if err != nil {
 				if noBuild {
 					return err
 				}
@@ -82,6 +91,15 @@ func newDevCmd(g *globals) *cobra.Command {
 					return err
 				}
 				defer stopCtl()
+			}
+			if withKubelet {
+				k, err := startKubeletNode(ctx, g, c)
+				if err != nil {
+					return err
+				}
+				defer k.Stop()
+				pids = append(pids[:len(pids)-1], strconv.Itoa(k.PID()), strconv.Itoa(os.Getpid()))
+				_ = os.WriteFile(filepath.Join(dir, "pids"), []byte(strings.Join(pids, " ")), 0o644)
 			}
 			g.log.Info("cluster ready", "seconds", time.Since(t0).Seconds())
 			fmt.Fprintf(g.stdout, "control plane ready in %s\nexport KUBECONFIG=%s\n(interrupt to stop; logs in %s)\n",
@@ -131,6 +149,7 @@ func newDevCmd(g *globals) *cobra.Command {
 	up.Flags().IntVar(&gpuNodes, "gpu-nodes", 0, "fake GPU nodes to create; they publish their devices as ResourceSlices of gpu.gpuplane.io")
 	up.Flags().StringVar(&gpuProfile, "gpu-profile", "hgx-h100", "device profile of the --gpu-nodes (see: gpuplane dra-driver profiles)")
 	up.Flags().BoolVar(&withController, "controller", false, "install the ServingDeployment CRD, run the controller, and run the pods of gpuplane's image (router, emulate backend) as local processes")
+	up.Flags().BoolVar(&withKubelet, "kubelet", false, "also run a real kubelet as node kubelet-0 (needs root), with a container runtime that records what each container gets; run the DRA driver on it with the printed command")
 	up.Flags().BoolVar(&noBuild, "no-build", false, "fail when the control-plane binaries are missing instead of building them")
 	down.Flags().BoolVar(&purge, "purge", false, "also delete the state folder (etcd data, certificates, kubeconfig, logs)")
 	cluster.AddCommand(up, down)

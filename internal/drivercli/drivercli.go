@@ -75,6 +75,9 @@ the device (NVML discovery).
 			if nodeName == "" {
 				return fmt.Errorf("--node-name: required (or set NODE_NAME from the downward API)")
 			}
+			if healthEvents != "" && discovery != "profile" {
+				return fmt.Errorf("--health-events: %q is for --discovery profile; NVML reports the GPUs' health itself", healthEvents)
+			}
 			client, err := kubeclient.Clientset(kubeconfig)
 			if err != nil {
 				return err
@@ -116,9 +119,7 @@ the device (NVML discovery).
 			default:
 				return fmt.Errorf("--discovery: %q, want nvml or profile", discovery)
 			}
-			if healthEvents != "" && discovery != "profile" {
-				return fmt.Errorf("--health-events: %q is for --discovery profile; NVML reports the GPUs' health itself", healthEvents)
-			}
+
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			ctx = klog.NewContext(ctx, klog.Background())

@@ -138,6 +138,9 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 	if cfg.GetMetadata().GetName() == "" {
 		return nil, status.Error(codes.InvalidArgument, "config.metadata.name is required")
 	}
+	if lp := cfg.LogPath; lp != "" && (filepath.IsAbs(lp) || !filepath.IsLocal(lp)) {
+		return nil, status.Errorf(codes.InvalidArgument, "config.log_path %q: must be a path inside the sandbox's log directory", lp)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sb, ok := s.sandboxes[req.PodSandboxId]

@@ -54,7 +54,7 @@ func BuildBinaries(ctx context.Context, binDir string, progress io.Writer, inter
 		defer mu.Unlock()
 		fmt.Fprintf(progress, "[build %5s] "+format+"\n", append([]any{time.Since(t0).Round(time.Second)}, a...)...)
 	}
-	say("building etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into %s (8-17 minutes the first time, seconds after)", binDir)
+	say("building etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kwok into %s (8-17 minutes the first time, seconds after)", binDir)
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(interval)

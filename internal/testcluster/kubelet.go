@@ -68,16 +68,17 @@ func (c *Cluster) StartKubelet(ctx context.Context, opt KubeletOptions) (_ *Kube
 	if opt.StartTimeout == 0 {
 		opt.StartTimeout = 90 * time.Second
 	}
-	bin := filepath.Join(c.binDir, "kubelet")
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("kubelet binary missing in %s; build it with: bash hack/build-cluster-bins.sh", c.binDir)
-	}
-	if os.Geteuid() != 0 {
-		return nil, errors.New("a real kubelet needs root (it manages cgroups and mounts); run as root, or leave the kubelet node out")
+	if err := CheckKubelet(c.binDir); err != nil {
+		return nil, err
 	}
 	dir, err := filepath.Abs(opt.Dir)
 	if err != nil {
 		return nil, err
+	}
+	// Plugins' sockets live under the root: a unix socket's path is at
+	// most 107 bytes, so the folder must leave room for their names.
+	if len(dir) > 60 {
+		return nil, fmt.Errorf("kubelet folder %s: %d bytes, at most 60 (unix socket paths are short); use a shorter state folder", dir, len(dir))
 	}
 	k := &Kubelet{Name: opt.Name, RootDir: filepath.Join(dir, "root"), c: c, opt: opt,
 		configPath: filepath.Join(dir, "kubelet.yaml"), logPath: filepath.Join(c.Dir, "logs", "kubelet-"+opt.Name+".log")}
@@ -88,7 +89,6 @@ func (c *Cluster) StartKubelet(ctx context.Context, opt KubeletOptions) (_ *Kube
 			return nil, fmt.Errorf("kubelet folder: %w", err)
 		}
 	}
-	// Short socket paths: a unix socket's path is limited to 107 bytes.
 	if k.Runtime, err = recordcri.Start(recordcri.Options{Socket: filepath.Join(dir, "cri.sock"),
 		StateFile: filepath.Join(dir, "containers.json")}); err != nil {
 		return nil, err
@@ -120,6 +120,26 @@ func (c *Cluster) StartKubelet(ctx context.Context, opt KubeletOptions) (_ *Kube
 		return nil, err
 	}
 	return k, nil
+}
+
+// CheckKubeletRoot says whether this process may run a kubelet.
+func CheckKubeletRoot() error {
+	if os.Geteuid() != 0 {
+		return errors.New("a real kubelet needs root (it manages cgroups and mounts); run as root, or leave the kubelet node out")
+	}
+	return nil
+}
+
+// CheckKubelet says whether a kubelet can run: as root, with its binary
+// in dir (and how to build it).
+func CheckKubelet(dir string) error {
+	if err := CheckKubeletRoot(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kubelet")); err != nil {
+		return fmt.Errorf("kubelet binary missing in %s; build it with: bash hack/build-cluster-bins.sh (seconds after the control plane's first build)", dir)
+	}
+	return nil
 }
 
 // kubeletConfig is the kubelet's configuration for a machine that is not

@@ -1,0 +1,25 @@
+package drivercli
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+)
+
+// Flag errors name the flag and come before any cluster access.
+func TestRunFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run"}, "--node-name: required"},
+		{[]string{"run", "--node-name=n", "--health-events=h.jsonl"}, `--health-events: "h.jsonl" is for --discovery profile`},
+	} {
+		var stderr strings.Builder
+		t.Setenv("NODE_NAME", "")
+		if code := Main(context.Background(), tc.args, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
