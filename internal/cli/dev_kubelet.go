@@ -24,7 +24,7 @@ func startKubeletNode(ctx context.Context, g *globals, c *testcluster.Cluster) (
 		k.Stop()
 		return nil, fmt.Errorf("--kubelet: %w", err)
 	}
-	state := filepath.Dir(k.RootDir)
+	state := k.StateDir
 	script := filepath.Join(state, "run-dra-driver.sh")
 	if err := os.WriteFile(script, []byte(driverScript(c.Kubeconfig, k, state)), 0o755); err != nil {
 		k.Stop()

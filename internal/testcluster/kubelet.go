@@ -41,6 +41,9 @@ type KubeletOptions struct {
 // leaves it alone: kwok manages only nodes annotated kwok.x-k8s.io/node.
 type Kubelet struct {
 	Name string
+	// StateDir holds the configuration, the runtime's containers.json and
+	// the pods' logs (KubeletOptions.Dir).
+	StateDir string
 	// RootDir is --root-dir; plugins register in RegistrarDir and keep
 	// their sockets under PluginsDir, as on a real node.
 	RootDir, RegistrarDir, PluginsDir string
@@ -53,7 +56,12 @@ type Kubelet struct {
 	logPath    string
 	cmd        *exec.Cmd
 	exited     chan struct{}
+	ownRoot    bool
 }
+
+// maxRootDir leaves room below the root for the longest plugin socket
+// path, plugins_registry/<driver>-reg.sock.
+const maxRootDir = 60
 
 // StartKubelet starts the runtime and a kubelet that registers node
 // opt.Name, and waits until the node is Ready. It needs root (the kubelet
@@ -75,13 +83,21 @@ func (c *Cluster) StartKubelet(ctx context.Context, opt KubeletOptions) (_ *Kube
 	if err != nil {
 		return nil, err
 	}
-	// Plugins' sockets live under the root: a unix socket's path is at
-	// most 107 bytes, so the folder must leave room for their names.
-	if len(dir) > 60 {
-		return nil, fmt.Errorf("kubelet folder %s: %d bytes, at most 60 (unix socket paths are short); use a shorter state folder", dir, len(dir))
-	}
-	k := &Kubelet{Name: opt.Name, RootDir: filepath.Join(dir, "root"), c: c, opt: opt,
+	k := &Kubelet{Name: opt.Name, StateDir: dir, RootDir: filepath.Join(dir, "root"), c: c, opt: opt,
 		configPath: filepath.Join(dir, "kubelet.yaml"), logPath: filepath.Join(c.Dir, "logs", "kubelet-"+opt.Name+".log")}
+	// Sockets live under the root: a unix socket's path is at most 107
+	// bytes, so a deep state folder gets its root in a short temporary one.
+	if len(k.RootDir) > maxRootDir {
+		if k.RootDir, err = os.MkdirTemp("", "gpuplane-kubelet-"); err != nil {
+			return nil, err
+		}
+		k.ownRoot = true
+	}
+	defer func() {
+		if err != nil {
+			k.Stop()
+		}
+	}()
 	k.RegistrarDir = filepath.Join(k.RootDir, "plugins_registry")
 	k.PluginsDir = filepath.Join(k.RootDir, "plugins")
 	for _, d := range []string{k.RootDir, k.RegistrarDir, k.PluginsDir, filepath.Join(dir, "static-pods"), filepath.Join(dir, "pod-logs"), filepath.Dir(k.logPath)} {
@@ -89,15 +105,10 @@ func (c *Cluster) StartKubelet(ctx context.Context, opt KubeletOptions) (_ *Kube
 			return nil, fmt.Errorf("kubelet folder: %w", err)
 		}
 	}
-	if k.Runtime, err = recordcri.Start(recordcri.Options{Socket: filepath.Join(dir, "cri.sock"),
+	if k.Runtime, err = recordcri.Start(recordcri.Options{Socket: filepath.Join(k.RootDir, "cri.sock"),
 		StateFile: filepath.Join(dir, "containers.json")}); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			k.Stop()
-		}
-	}()
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
@@ -277,5 +288,8 @@ func (k *Kubelet) Stop() {
 	k.stopProcess()
 	if k.Runtime != nil {
 		k.Runtime.Stop()
+	}
+	if k.ownRoot {
+		_ = os.RemoveAll(k.RootDir)
 	}
 }

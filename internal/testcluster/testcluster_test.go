@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestMissingBinariesSayHowToBuild(t *testing.T) {
@@ -35,5 +37,21 @@ func TestBuildOutsideACheckoutSaysWhat(t *testing.T) {
 	err := BuildBinaries(t.Context(), t.TempDir(), io.Discard, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "--bin-dir") {
 		t.Errorf("got %v, want an error naming --bin-dir", err)
+	}
+}
+
+// The kubelet's configuration as the file says it: fields whose zero
+// value the kubelet would replace with its default must be written out.
+func TestKubeletConfigFile(t *testing.T) {
+	b, err := yaml.Marshal(kubeletConfig("unix:///r/cri.sock", "/s", "/l", 10250, 10248))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"failCgroupV1: false", "cgroupsPerQOS: false", "enforceNodeAllocatable:\n- none",
+		"failSwapOn: false", "address: 127.0.0.1", "healthzBindAddress: 127.0.0.1", "containerRuntimeEndpoint: unix:///r/cri.sock",
+		"resolvConf: \"\"", "imageGCHighThresholdPercent: 100", "mode: AlwaysAllow", "nodefs.available: 0%"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("kubelet config lacks %q:\n%s", want, b)
+		}
 	}
 }
