@@ -62,13 +62,13 @@ func (s *Server) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxR
 func (s *Server) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[req.PodSandboxId]
-	if !ok || sb.Removed {
+	sb, err := s.liveSandbox(req.PodSandboxId)
+	if err != nil {
 		return &runtimeapi.StopPodSandboxResponse{}, nil // stopping a gone sandbox is not an error
 	}
 	sb.State = stateNotReady
 	for _, c := range s.containers {
-		if c.SandboxID == sb.ID && c.State != stateExited {
+		if c.SandboxID == sb.ID {
 			s.exit(c)
 		}
 	}
@@ -87,10 +87,7 @@ func (s *Server) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSa
 	sb.Removed, sb.State = true, stateNotReady
 	for _, c := range s.containers {
 		if c.SandboxID == sb.ID {
-			if c.State != stateExited {
-				s.exit(c)
-			}
-			c.Removed = true
+			s.remove(c)
 		}
 	}
 	s.changed()
@@ -102,9 +99,9 @@ func (s *Server) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSa
 func (s *Server) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[req.PodSandboxId]
-	if !ok || sb.Removed {
-		return nil, status.Errorf(codes.NotFound, "pod sandbox %q not found", req.PodSandboxId)
+	sb, err := s.liveSandbox(req.PodSandboxId)
+	if err != nil {
+		return nil, err
 	}
 	st := &runtimeapi.PodSandboxStatus{Id: sb.ID, Metadata: sandboxMeta(sb), State: sandboxState(sb.State), CreatedAt: sb.CreatedAt,
 		Labels: copyMap(sb.labels), Annotations: copyMap(sb.annotations)}
@@ -143,9 +140,9 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[req.PodSandboxId]
-	if !ok || sb.Removed {
-		return nil, status.Errorf(codes.NotFound, "pod sandbox %q not found", req.PodSandboxId)
+	sb, err := s.liveSandbox(req.PodSandboxId)
+	if err != nil {
+		return nil, err
 	}
 	if sb.State != stateReady {
 		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %q is not ready", req.PodSandboxId)
@@ -196,9 +193,9 @@ func writeLog(path, ts string, c *Container) error {
 func (s *Server) StartContainer(_ context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.containers[req.ContainerId]
-	if !ok || c.Removed {
-		return nil, status.Errorf(codes.NotFound, "container %q not found", req.ContainerId)
+	c, err := s.liveContainer(req.ContainerId)
+	if err != nil {
+		return nil, err
 	}
 	if c.State != stateCreated {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %q is %s, not created", req.ContainerId, c.State)
@@ -221,18 +218,38 @@ func (s *Server) StopContainer(_ context.Context, req *runtimeapi.StopContainerR
 
 // exit ends a container as if its process left on SIGTERM; mu held.
 func (s *Server) exit(c *Container) {
-	c.State, c.FinishedAt = stateExited, s.opt.Now().UnixNano()
+	if c.State != stateExited {
+		c.State, c.FinishedAt = stateExited, s.opt.Now().UnixNano()
+	}
+}
+
+// remove ends a container and takes it off the lists; mu held.
+func (s *Server) remove(c *Container) {
+	s.exit(c)
+	c.Removed = true
+}
+
+// liveSandbox and liveContainer find what the lists still show; mu held.
+func (s *Server) liveSandbox(id string) (*Sandbox, error) {
+	if sb, ok := s.sandboxes[id]; ok && !sb.Removed {
+		return sb, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "pod sandbox %q not found", id)
+}
+
+func (s *Server) liveContainer(id string) (*Container, error) {
+	if c, ok := s.containers[id]; ok && !c.Removed {
+		return c, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "container %q not found", id)
 }
 
 // RemoveContainer removes a container from the lists (idempotent).
 func (s *Server) RemoveContainer(_ context.Context, req *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c, ok := s.containers[req.ContainerId]; ok && !c.Removed {
-		if c.State != stateExited {
-			s.exit(c)
-		}
-		c.Removed = true
+	if c, err := s.liveContainer(req.ContainerId); err == nil {
+		s.remove(c)
 		s.changed()
 	}
 	return &runtimeapi.RemoveContainerResponse{}, nil
@@ -260,9 +277,9 @@ func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainer
 func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.containers[req.ContainerId]
-	if !ok || c.Removed {
-		return nil, status.Errorf(codes.NotFound, "container %q not found", req.ContainerId)
+	c, err := s.liveContainer(req.ContainerId)
+	if err != nil {
+		return nil, err
 	}
 	st := &runtimeapi.ContainerStatus{Id: c.ID, Metadata: containerMeta(c), State: containerState(c.State),
 		CreatedAt: c.CreatedAt, StartedAt: c.StartedAt, FinishedAt: c.FinishedAt, Image: c.image,

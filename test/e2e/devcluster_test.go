@@ -55,27 +55,8 @@ func (s *syncBuffer) String() string {
 func TestDevClusterUp(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dev")
 	var out, errb syncBuffer
-	root := cli.NewRoot(&out, &errb)
-	root.SetArgs([]string{"dev", "cluster", "up", "--dir", dir, "--gpu-nodes", "2", "--no-build"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	re := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
-	var kubeconfig string
-	for deadline := time.Now().Add(3 * time.Minute); kubeconfig == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		select {
-		case err := <-done:
-			t.Fatalf("dev cluster up ended: %v\n%s", err, errb.String())
-		default:
-		}
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			kubeconfig = m[1]
-		}
-	}
+	kubeconfig, stop := devClusterUp(t, &out, &errb, "--dir", dir, "--gpu-nodes", "2")
+	defer stop()
 	if !filepath.IsAbs(kubeconfig) {
 		t.Fatalf("KUBECONFIG %q is not absolute:\n%s", kubeconfig, out.String())
 	}
@@ -108,11 +89,7 @@ func TestDevClusterUp(t *testing.T) {
 	if err != nil || len(classes.Items) < 3 {
 		t.Errorf("DeviceClasses: %d, %v; want gpu, mig and vgpu.gpuplane.io", len(classes.Items), err)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("dev cluster up: %v", err)
-	}
-	done <- nil
+	stop()
 	down := cli.NewRoot(&out, &errb)
 	down.SetArgs([]string{"dev", "cluster", "down", "--dir", dir, "--purge"})
 	if err := down.Execute(); err != nil {
@@ -121,4 +98,38 @@ func TestDevClusterUp(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("--purge left %s: %v", dir, err)
 	}
+}
+
+// devClusterUp runs `gpuplane dev cluster up --no-build` with args until
+// stop, and returns the KUBECONFIG it prints. stop may be called twice.
+func devClusterUp(t *testing.T, out, errb *syncBuffer, args ...string) (string, func()) {
+	t.Helper()
+	root := cli.NewRoot(out, errb)
+	root.SetArgs(append([]string{"dev", "cluster", "up", "--no-build"}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("dev cluster up: %v", err)
+			}
+		})
+	}
+	re := regexp.MustCompile(`export KUBECONFIG=(\S+)`)
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("dev cluster up ended: %v\n%s", err, errb.String())
+		default:
+		}
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1], stop
+		}
+	}
+	stop()
+	t.Fatalf("dev cluster up printed no KUBECONFIG:\n%s\n%s", out.String(), errb.String())
+	return "", nil
 }

@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/gpuplane/gpuplane/internal/cli"
 	"github.com/gpuplane/gpuplane/internal/recordcri"
 )
 
@@ -34,32 +33,13 @@ func TestDevClusterKubelet(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	var out, errb syncBuffer
-	root := cli.NewRoot(&out, &errb)
-	root.SetArgs([]string{"dev", "cluster", "up", "--dir", dir, "--kubelet", "--no-build"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	kcRe, scriptRe := regexp.MustCompile(`export KUBECONFIG=(\S+)`), regexp.MustCompile(`bash (\S+run-dra-driver.sh)`)
-	var kubeconfig, script string
-	for deadline := time.Now().Add(3 * time.Minute); kubeconfig == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		select {
-		case err := <-done:
-			t.Fatalf("dev cluster up ended: %v\n%s", err, errb.String())
-		default:
-		}
-		if m := kcRe.FindStringSubmatch(out.String()); m != nil {
-			kubeconfig = m[1]
-		}
+	kubeconfig, stop := devClusterUp(t, &out, &errb, "--dir", dir, "--kubelet")
+	defer stop()
+	m := regexp.MustCompile(`bash (\S+run-dra-driver.sh)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no driver script in:\n%s", out.String())
 	}
-	m := scriptRe.FindStringSubmatch(out.String())
-	if kubeconfig == "" || m == nil {
-		t.Fatalf("no KUBECONFIG or driver script in:\n%s", out.String())
-	}
-	script = m[1]
+	script := m[1]
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
