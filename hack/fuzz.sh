@@ -26,6 +26,7 @@ targets=(
   "./internal/operator/devicepool FuzzSelector"
   "./internal/dra/healthfile FuzzParse"
   "./internal/recordcri FuzzRequests"
+  "./internal/kernels FuzzParseTable"
 )
 for entry in "${targets[@]}"; do
   read -r pkg name <<<"$entry"

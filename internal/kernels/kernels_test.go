@@ -1,0 +1,47 @@
+package kernels
+
+import (
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/sharedtest"
+)
+
+// The tables answer measurements they never saw: one row in ten of every
+// table is held out and predicted from the rest. Pooled over every system
+// and backend, each operation kind is within 10% (MAPE); no single table
+// with 30 or more held-out rows is worse than 15%.
+func TestHeldOutKernelRows(t *testing.T) {
+	dir := sharedtest.Path(t, "reference", "kernels")
+	systems, err := Systems(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []Accuracy
+	for _, sys := range systems {
+		backends, err := Backends(dir, sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, be := range backends {
+			s, held, err := LoadHoldingOut(dir, sys, be, EveryNth(10))
+			if err != nil {
+				t.Fatalf("%s/%s: %v", sys, be, err)
+			}
+			for _, a := range Evaluate(s, held) {
+				t.Logf("%-9s %-7s %-21s n=%5d missed=%2d MAPE %5.1f%% median %4.1f%% p90 %5.1f%% bias %+5.1f%%",
+					sys, be, a.Op, a.N, a.Missed, a.MAPE, a.Median, a.P90, a.Bias)
+				if a.N >= 30 && a.MAPE > 15 {
+					t.Errorf("%s/%s %s: held-out MAPE %.1f%%, want <= 15%%", sys, be, a.Op, a.MAPE)
+				}
+				all = append(all, a)
+			}
+		}
+	}
+	for _, op := range []string{OpGEMM, OpContextAttention, OpGenerationAttention, OpAllReduce} {
+		p := Pool(op, all)
+		t.Logf("pooled %-21s n=%6d MAPE %5.1f%% bias %+5.1f%%", op, p.N, p.MAPE, p.Bias)
+		if p.N == 0 || p.MAPE > 10 {
+			t.Errorf("%s: pooled held-out MAPE %.1f%% over %d rows, want <= 10%%", op, p.MAPE, p.N)
+		}
+	}
+}

@@ -1,0 +1,319 @@
+package kernels
+
+import (
+	"compress/gzip"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// AttnKey selects one attention table: compute and KV-cache dtypes, head
+// size and sliding window (0: full attention). Generation attention has no
+// compute dtype of its own (AttnDtype is "").
+type AttnKey struct {
+	AttnDtype, KVDtype string
+	HeadDim, Window    int
+}
+
+// Set is one system's measured kernels under one backend.
+type Set struct {
+	System, Backend, Version string
+	GPU                      GPU
+	// GEMM by gemm_dtype over (m, n, k).
+	GEMM map[string]*Grid
+	// ContextAttention over (num_heads, kv_heads, isl, batch).
+	ContextAttention map[AttnKey]*Grid
+	// GenerationAttention over (num_heads, kv_heads, batch, kv_len).
+	GenerationAttention map[AttnKey]*Grid
+	// AllReduce over (num_gpus, elements): the backend's own CUDA-graph
+	// all-reduce where measured, else NCCL's, 16-bit elements.
+	AllReduce *Grid
+}
+
+// Systems lists the system folders of a kernel tree (those with a system.yaml).
+func Systems(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--kernels %s: %w", dir, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join(dir, e.Name(), "system.yaml")); e.IsDir() && err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--kernels %s: no system folders (each with a system.yaml); point it at the kernel tables' root, e.g. shared/reference/kernels", dir)
+	}
+	return out, nil
+}
+
+// Backends lists the backend folders of a system (trtllm, vllm, sglang).
+func Backends(dir, system string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, system))
+	if err != nil {
+		return nil, fmt.Errorf("kernels: system %s: %w", system, err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "nccl" {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// Load reads a system's tables under one backend. The backend folder must
+// hold one version folder (the newest measured one).
+func Load(dir, system, backend string) (*Set, error) {
+	s, _, err := LoadHoldingOut(dir, system, backend, nil)
+	return s, err
+}
+
+// LoadHoldingOut is Load that keeps the measurements hold picks out of the
+// tables and returns them, to test the tables on rows they never saw.
+func LoadHoldingOut(dir, system, backend string, hold func(Sample) bool) (*Set, []Sample, error) {
+	var held []Sample
+	keep := func(smp Sample) bool {
+		if hold != nil && hold(smp) {
+			held = append(held, smp)
+			return false
+		}
+		return true
+	}
+	s, err := load(dir, system, backend, keep)
+	return s, held, err
+}
+
+func load(dir, system, backend string, keep func(Sample) bool) (*Set, error) {
+	vdir, version, err := onlyVersion(filepath.Join(dir, system, backend))
+	if err != nil {
+		return nil, err
+	}
+	gpu, err := readGPU(dir, system)
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{System: system, Backend: backend, Version: version, GPU: gpu, GEMM: map[string]*Grid{},
+		ContextAttention: map[AttnKey]*Grid{}, GenerationAttention: map[AttnKey]*Grid{}}
+	if err := readTable(filepath.Join(vdir, "gemm_perf.csv.gz"), []string{"gemm_dtype", "m", "n", "k", "latency"}, func(r row) error {
+		smp := Sample{Op: OpGEMM, Dtype: r.str(0), Key: []float64{r.num(1), r.num(2), r.num(3)}, Latency: r.num(4)}
+		if !keep(smp) {
+			return nil
+		}
+		return addKey(s.GEMM, smp.Dtype, 3, smp.Key, smp.Latency)
+	}); err != nil {
+		return nil, err
+	}
+	ctxCols := []string{"attn_dtype", "kv_cache_dtype", "head_dim", "window_size?", "num_heads", "num_key_value_heads", "isl", "batch_size", "latency"}
+	if err := readTable(filepath.Join(vdir, "context_attention_perf.csv.gz"), ctxCols, func(r row) error {
+		k, err := attnKey(r, r.str(0))
+		if err != nil {
+			return err
+		}
+		smp := Sample{Op: OpContextAttention, Attn: k, Key: []float64{r.num(4), r.num(5), r.num(6), r.num(7)}, Latency: r.num(8)}
+		if !keep(smp) {
+			return nil
+		}
+		return addKey(s.ContextAttention, k, 4, smp.Key, smp.Latency)
+	}); err != nil {
+		return nil, err
+	}
+	genCols := []string{"kv_cache_dtype", "kv_cache_dtype", "head_dim", "window_size?", "num_heads", "num_key_value_heads", "batch_size", "isl", "step", "latency"}
+	if err := readTable(filepath.Join(vdir, "generation_attention_perf.csv.gz"), genCols, func(r row) error {
+		k, err := attnKey(r, "")
+		if err != nil {
+			return err
+		}
+		smp := Sample{Op: OpGenerationAttention, Attn: k, Key: []float64{r.num(4), r.num(5), r.num(6), r.num(7) + r.num(8)}, Latency: r.num(9)}
+		if !keep(smp) {
+			return nil
+		}
+		return addKey(s.GenerationAttention, k, 4, smp.Key, smp.Latency)
+	}); err != nil {
+		return nil, err
+	}
+	if s.AllReduce, err = loadAllReduce(dir, system, vdir, keep); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func attnKey(r row, attnDtype string) (AttnKey, error) {
+	hd, w := r.num(2), r.num(3)
+	if math.IsNaN(w) && r.str(3) == "" {
+		w = 0 // older files: no window means full attention
+	}
+	if hd != math.Trunc(hd) || w != math.Trunc(w) || hd <= 0 || w < 0 {
+		return AttnKey{}, fmt.Errorf("head_dim %v / window_size %v: want integers", hd, w)
+	}
+	return AttnKey{AttnDtype: attnDtype, KVDtype: r.str(1), HeadDim: int(hd), Window: int(w)}, nil
+}
+
+func addKey[K comparable](m map[K]*Grid, k K, dims int, key []float64, latency float64) error {
+	for i, v := range key {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return fmt.Errorf("key %d of %v: want a non-negative number", i+1, key)
+		}
+	}
+	g := m[k]
+	if g == nil {
+		g = NewGrid(dims)
+		m[k] = g
+	}
+	g.Add(key, latency)
+	return nil
+}
+
+// loadAllReduce takes the backend's CUDA-graph all-reduce rows, or NCCL's
+// all_reduce of half precision when the backend has none.
+func loadAllReduce(dir, system, vdir string, keep func(Sample) bool) (*Grid, error) {
+	g := NewGrid(2)
+	path := filepath.Join(vdir, "custom_allreduce_perf.csv.gz")
+	if _, err := os.Stat(path); err == nil {
+		err := readTable(path, []string{"kernel_source", "num_gpus", "message_size", "latency"}, func(r row) error {
+			if strings.HasSuffix(strings.ToLower(r.str(0)), "_eager") {
+				return nil
+			}
+			return addSample(g, Sample{Op: OpAllReduce, Key: []float64{r.num(1), r.num(2)}, Latency: r.num(3)}, keep)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if g.Rows() > 0 {
+		return g, nil
+	}
+	ndir, _, err := onlyVersion(filepath.Join(dir, system, "nccl"))
+	if err != nil {
+		return g, nil // no collective tables: the caller uses the roofline
+	}
+	err = readTable(filepath.Join(ndir, "nccl_perf.csv.gz"), []string{"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"}, func(r row) error {
+		if r.str(0) != "all_reduce" || r.str(1) != "half" {
+			return nil
+		}
+		return addSample(g, Sample{Op: OpAllReduce, Key: []float64{r.num(2), r.num(3)}, Latency: r.num(4)}, keep)
+	})
+	return g, err
+}
+
+func addSample(g *Grid, smp Sample, keep func(Sample) bool) error {
+	if !keep(smp) {
+		return nil
+	}
+	m := map[struct{}]*Grid{{}: g}
+	return addKey(m, struct{}{}, g.Dims(), smp.Key, smp.Latency)
+}
+
+func onlyVersion(dir string) (string, string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", "", fmt.Errorf("kernels: %w", err)
+	}
+	var vs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			vs = append(vs, e.Name())
+		}
+	}
+	if len(vs) != 1 {
+		sort.Strings(vs)
+		return "", "", fmt.Errorf("kernels: %s holds versions %v; want exactly one", dir, vs)
+	}
+	return filepath.Join(dir, vs[0]), vs[0], nil
+}
+
+// row is one CSV record with the wanted columns picked out in order.
+type row struct {
+	rec  []string
+	cols []int
+	nums []float64
+	err  error
+}
+
+func (r row) str(i int) string {
+	if r.cols[i] < 0 {
+		return ""
+	}
+	return r.rec[r.cols[i]]
+}
+func (r row) num(i int) float64 { return r.nums[i] }
+
+// readTable reads a gzip CSV, checks that the wanted columns exist and
+// calls fn for each record. A value that does not parse names the file,
+// line and column.
+func readTable(path string, want []string, fn func(row) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // a table the system lacks: nothing to add
+		}
+		return fmt.Errorf("kernels: %w", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return fmt.Errorf("kernels: %s: %w", path, err)
+	}
+	return parseTable(path, zr, want, fn)
+}
+
+func parseTable(name string, rd io.Reader, want []string, fn func(row) error) error {
+	cr := csv.NewReader(rd)
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		return fmt.Errorf("kernels: %s: header: %w", name, err)
+	}
+	idx := map[string]int{}
+	for i, h := range header {
+		idx[h] = i
+	}
+	r := row{cols: make([]int, len(want)), nums: make([]float64, len(want))}
+	for i, w := range want {
+		optional := strings.HasSuffix(w, "?")
+		w = strings.TrimSuffix(w, "?")
+		c, ok := idx[w]
+		if !ok && optional {
+			r.cols[i] = -1
+			continue
+		}
+		if !ok {
+			return fmt.Errorf("kernels: %s: no column %q (has %s)", name, w, strings.Join(header, ","))
+		}
+		r.cols[i] = c
+	}
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("kernels: %s: %w", name, err)
+		}
+		r.rec = rec
+		for i, c := range r.cols {
+			if c < 0 {
+				r.nums[i] = math.NaN()
+				continue
+			}
+			r.nums[i] = math.NaN() // a text column, or a number that does not parse
+			if v, err := strconv.ParseFloat(rec[c], 64); err == nil {
+				r.nums[i] = v
+			}
+		}
+		if lat := r.nums[len(want)-1]; !(lat > 0) {
+			return fmt.Errorf("kernels: %s line %d: latency %q: want a positive number of milliseconds", name, line, rec[r.cols[len(want)-1]])
+		}
+		if err := fn(r); err != nil {
+			return fmt.Errorf("kernels: %s line %d: %w", name, line, err)
+		}
+	}
+}
