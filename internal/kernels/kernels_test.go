@@ -27,6 +27,9 @@ func TestHeldOutKernelRows(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s/%s: %v", sys, be, err)
 			}
+			if len(s.Dropped) > 0 {
+				t.Logf("%-9s %-7s dropped as faster than the roofline: %v", sys, be, s.Dropped)
+			}
 			for _, a := range Evaluate(s, held) {
 				t.Logf("%-9s %-7s %-21s n=%5d missed=%2d MAPE %5.1f%% median %4.1f%% p90 %5.1f%% bias %+5.1f%%",
 					sys, be, a.Op, a.N, a.Missed, a.MAPE, a.Median, a.P90, a.Bias)

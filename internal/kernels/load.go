@@ -35,6 +35,9 @@ type Set struct {
 	// AllReduce over (num_gpus, elements): the backend's own CUDA-graph
 	// all-reduce where measured, else NCCL's, 16-bit elements.
 	AllReduce *Grid
+	// Dropped counts rows per op kind faster than the GPU's roofline allows
+	// (a collector artefact, e.g. a kernel that did not run): kept out.
+	Dropped map[string]int
 }
 
 // Systems lists the system folders of a kernel tree (those with a system.yaml).
@@ -81,28 +84,36 @@ func Load(dir, system, backend string) (*Set, error) {
 // tables and returns them, to test the tables on rows they never saw.
 func LoadHoldingOut(dir, system, backend string, hold func(Sample) bool) (*Set, []Sample, error) {
 	var held []Sample
+	var s *Set
 	keep := func(smp Sample) bool {
+		if !s.plausible(smp) {
+			s.Dropped[smp.Op]++
+			return false
+		}
 		if hold != nil && hold(smp) {
 			held = append(held, smp)
 			return false
 		}
 		return true
 	}
-	s, err := load(dir, system, backend, keep)
-	return s, held, err
-}
-
-func load(dir, system, backend string, keep func(Sample) bool) (*Set, error) {
 	vdir, version, err := onlyVersion(filepath.Join(dir, system, backend))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	gpu, err := readGPU(dir, system)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s := &Set{System: system, Backend: backend, Version: version, GPU: gpu, GEMM: map[string]*Grid{},
-		ContextAttention: map[AttnKey]*Grid{}, GenerationAttention: map[AttnKey]*Grid{}}
+	s = &Set{System: system, Backend: backend, Version: version, GPU: gpu, GEMM: map[string]*Grid{},
+		ContextAttention: map[AttnKey]*Grid{}, GenerationAttention: map[AttnKey]*Grid{}, Dropped: map[string]int{}}
+	if err := s.load(dir, vdir, keep); err != nil {
+		return nil, nil, err
+	}
+	return s, held, nil
+}
+
+func (s *Set) load(dir, vdir string, keep func(Sample) bool) error {
+	system := s.System
 	if err := readTable(filepath.Join(vdir, "gemm_perf.csv.gz"), []string{"gemm_dtype", "m", "n", "k", "latency"}, func(r row) error {
 		smp := Sample{Op: OpGEMM, Dtype: r.str(0), Key: []float64{r.num(1), r.num(2), r.num(3)}, Latency: r.num(4)}
 		if !keep(smp) {
@@ -110,7 +121,7 @@ func load(dir, system, backend string, keep func(Sample) bool) (*Set, error) {
 		}
 		return addKey(s.GEMM, smp.Dtype, 3, smp.Key, smp.Latency)
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	ctxCols := []string{"attn_dtype", "kv_cache_dtype", "head_dim", "window_size?", "num_heads", "num_key_value_heads", "isl", "batch_size", "latency"}
 	if err := readTable(filepath.Join(vdir, "context_attention_perf.csv.gz"), ctxCols, func(r row) error {
@@ -124,7 +135,7 @@ func load(dir, system, backend string, keep func(Sample) bool) (*Set, error) {
 		}
 		return addKey(s.ContextAttention, k, 4, smp.Key, smp.Latency)
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	genCols := []string{"kv_cache_dtype", "kv_cache_dtype", "head_dim", "window_size?", "num_heads", "num_key_value_heads", "batch_size", "isl", "step", "latency"}
 	if err := readTable(filepath.Join(vdir, "generation_attention_perf.csv.gz"), genCols, func(r row) error {
@@ -138,12 +149,11 @@ func load(dir, system, backend string, keep func(Sample) bool) (*Set, error) {
 		}
 		return addKey(s.GenerationAttention, k, 4, smp.Key, smp.Latency)
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	if s.AllReduce, err = loadAllReduce(dir, system, vdir, keep); err != nil {
-		return nil, err
-	}
-	return s, nil
+	var err error
+	s.AllReduce, err = loadAllReduce(dir, system, vdir, keep)
+	return err
 }
 
 func attnKey(r row, attnDtype string) (AttnKey, error) {

@@ -16,7 +16,27 @@ type GPU struct {
 	FP8FLOPS  float64 `json:"fp8_tc_flops"`
 	INT8FLOPS float64 `json:"int8_tc_flops"`
 	FP4FLOPS  float64 `json:"fp4_tc_flops"`
+	SMVersion int     `json:"sm_version"`
 }
+
+// Family is the performance model's architecture family of the GPU
+// (ampere, ada, hopper, blackwell), from its SM version.
+func (g GPU) Family() string {
+	switch {
+	case g.SMVersion >= 100:
+		return "blackwell"
+	case g.SMVersion >= 90:
+		return "hopper"
+	case g.SMVersion >= 89:
+		return "ada"
+	case g.SMVersion >= 80:
+		return "ampere"
+	}
+	return ""
+}
+
+// ReadGPU reads a system's system.yaml.
+func ReadGPU(dir, system string) (GPU, error) { return readGPU(dir, system) }
 
 type systemFile struct {
 	GPU GPU `json:"gpu"`
@@ -197,4 +217,34 @@ func (s *Set) AllReduceTime(gpus, elems float64) (float64, bool) {
 	// Ring traffic 2(g-1)/g of the buffer, plus a fixed latency that a
 	// 64 Ki-element message roughly equals on NVLink.
 	return scaled(v, key, at, func(x []float64) float64 { return 2*(x[0]-1)/x[0]*x[1] + 65536 }), true
+}
+
+// plausibleMargin allows a kernel to beat the spec sheet's peak by this
+// factor (boost clocks); faster than that, the row is not a real run.
+const plausibleMargin = 1.25
+
+// plausible says whether a measurement is no faster than the GPU's
+// roofline allows.
+func (s *Set) plausible(smp Sample) bool {
+	k := smp.Key
+	var roof float64
+	switch smp.Op {
+	case OpGEMM:
+		roof = s.GPU.GEMMRoofline(smp.Dtype, k[0], k[1], k[2])
+	case OpContextAttention:
+		kv := k[1]
+		if kv == 0 {
+			kv = k[0]
+		}
+		roof = s.GPU.ContextAttentionRoofline(smp.Attn, k[0], kv, k[2], k[3])
+	case OpGenerationAttention:
+		kv := k[1]
+		if kv == 0 {
+			kv = k[0]
+		}
+		roof = s.GPU.GenerationAttentionRoofline(smp.Attn, k[0], kv, k[2], k[3])
+	default:
+		return true
+	}
+	return smp.Latency*plausibleMargin >= roof
 }

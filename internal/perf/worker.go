@@ -119,7 +119,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	if m.MLA != nil {
 		perCtxFlops = 2 * headsGPU * float64(2*m.MLA.KVLoraRank+m.MLA.QKRopeHeadDim)
 	}
-	perCtx := math.Max(perCtxBytes/w.attnBW, perCtxFlops/w.attnPeak)
+	perCtx := DecodeAttentionTime(1, perCtxBytes, perCtxFlops, w.attnPeak, w.attnBW)
 	w.decodeCtxCost = float64(m.FullAttentionLayers()) * perCtx / w.pp
 	w.decodeSlidingC = float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
 
@@ -190,9 +190,30 @@ func (w *Worker) gemm(tokens, params, rows float64) float64 {
 const gemmRowsHalf = 24
 
 func (w *Worker) gemmWith(tokens, params, wBytes, rows float64) float64 {
-	tc := 2 * tokens * params / (w.gemmPeak * rows / (rows + gemmRowsHalf))
-	tm := (params*wBytes + 2*tokens*w.hidden*2) / w.gemmBW
+	return GEMMTime(tokens, rows, params, wBytes, 2*tokens*w.hidden*2, w.gemmPeak, w.gemmBW)
+}
+
+// GEMMTime is the model's time in seconds of a GEMM of tokens rows over
+// params weights of wBytes each that moves actBytes of activations, at the
+// achieved peak FLOP/s and bandwidth. rows is the M that sets the tile
+// efficiency (tokens per expert for MoE). The kernel calibration fits the
+// efficiencies of this same form to measured GEMM tables.
+func GEMMTime(tokens, rows, params, wBytes, actBytes, peak, bw float64) float64 {
+	tc := 2 * tokens * params / (peak * rows / (rows + gemmRowsHalf))
+	tm := (params*wBytes + actBytes) / bw
 	return smoothMax(tc, tm)
+}
+
+// DecodeAttentionTime is the model's time in seconds of decode attention
+// over ctx cached tokens, each read as bytesPerCtx with flopsPerCtx.
+func DecodeAttentionTime(ctx, bytesPerCtx, flopsPerCtx, peak, bw float64) float64 {
+	return ctx * math.Max(bytesPerCtx/bw, flopsPerCtx/peak)
+}
+
+// AttentionTime is the model's time in seconds of prefill attention doing
+// flops and reading bytes, at the achieved peak FLOP/s and bandwidth.
+func AttentionTime(flops, bytes, peak, bw float64) float64 {
+	return smoothMax(flops/peak, bytes/bw)
 }
 
 // moe is one MoE layer's routed-expert time: weights of every expert that at
@@ -217,9 +238,7 @@ func (w *Worker) moe(tokens float64) float64 {
 
 func (w *Worker) prefillAttention(b Batch) float64 {
 	pairs := w.fullLayerFrac*b.PrefillPairs + (1-w.fullLayerFrac)*b.PrefillSlidingPairs
-	tc := w.attnFlopsPair * pairs / w.pp / w.attnPeak
-	tm := (b.PrefillCtx + float64(b.PrefillTokens)) * w.kvElemsGPU * w.cfg.KV.Bytes() / w.pp / w.attnBW
-	return smoothMax(tc, tm)
+	return AttentionTime(w.attnFlopsPair*pairs/w.pp, (b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes()/w.pp, w.attnPeak, w.attnBW)
 }
 
 // allReduce is the tensor-parallel communication of one layer: two ring
