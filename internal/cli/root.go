@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/kernels"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
@@ -25,6 +26,7 @@ type globals struct {
 	output       string
 	catalogFiles []string
 	paramsFile   string
+	kernelsDir   string
 	verbose      bool
 	stdout       io.Writer
 	stderr       io.Writer
@@ -59,6 +61,19 @@ func (g *globals) env() (estimate.Env, error) {
 	}
 	if err != nil {
 		return estimate.Env{}, err
+	}
+	if g.kernelsDir != "" {
+		lib, err := kernels.Open(g.kernelsDir, func(system string) (string, bool) {
+			gpu, err := cat.GPU(system)
+			if err != nil {
+				return "", false
+			}
+			return gpu.Name, true
+		})
+		if err != nil {
+			return estimate.Env{}, err
+		}
+		params.Kernels = lib.Source()
 	}
 	g.loaded = &estimate.Env{Catalog: cat, Params: params}
 	return *g.loaded, nil
@@ -109,6 +124,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table, json, yaml or jsonl")
 	pf.StringArrayVar(&g.catalogFiles, "catalog", nil, "extra catalog file (YAML with gpus, models, mig, vgpu); repeatable")
 	pf.StringVar(&g.paramsFile, "params", "", "performance-model parameter file (default: the embedded calibrated one)")
+	pf.StringVar(&g.kernelsDir, "kernels", "", "measured kernel tables (a tree like shared/reference/kernels): price GEMMs, attention and all-reduces from them where they cover the GPU and backend (default: none, the roofline)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail to stderr")
 	root.AddCommand(newVersionCmd(g), newCatalogCmd(g), newEstimateCmd(g), newCalibrateCmd(g), newDevCmd(g), newSimulateCmd(g), newConfigureCmd(g), newDemoCmd(g), newPlannerCmd(g), newDRADriverCmd(g), newExplainCmd(g), newEmulateCmd(g), newBenchCmd(g), newFrontendCmd(g), newControllerCmd(g))
 	return root

@@ -21,6 +21,9 @@ type Params struct {
 	Families map[string]*FamilyParams   `json:"families"`
 	Backends map[Backend]*BackendParams `json:"backends"`
 	Comm     CommParams                 `json:"comm"`
+	// Kernels, when set, prices operations from measured kernel tables
+	// where they cover the GPU and backend (gpuplane --kernels DIR).
+	Kernels KernelSource `json:"-"`
 }
 
 // FamilyParams are achieved fractions of peak for one GPU architecture.
@@ -139,6 +142,7 @@ func (p *Params) Clone() *Params {
 	b, _ := yaml.Marshal(p)
 	var q Params
 	_ = yaml.Unmarshal(b, &q)
+	q.Kernels = p.Kernels
 	return &q
 }
 

@@ -56,10 +56,11 @@ type Worker struct {
 	kvElemsGPU     float64 // per token per layer per GPU
 	fullLayerFrac  float64
 	slidingWindow  float64
-	decodeCtxCost  float64 // seconds per context token, all layers
-	decodeSlidingC float64 // seconds per decode sequence for sliding layers
-	arLatency      float64 // seconds
-	linkBW         float64 // bytes/s per direction between ranks
+	decodeCtxCost  float64  // seconds per context token, all layers
+	decodeSlidingC float64  // seconds per decode sequence for sliding layers
+	arLatency      float64  // seconds
+	linkBW         float64  // bytes/s per direction between ranks
+	ops            *opModel // measured kernels, when given and covering the config
 }
 
 // NewWorker validates cfg and precomputes its cost coefficients.
@@ -127,6 +128,9 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	if cfg.TP > 1 {
 		w.arLatency = w.be.AllReduceLatencyUs * 1e-6 * (0.75 + 0.25*math.Log2(w.tp))
 	}
+	if w.ops = newOpModel(w, p); w.ops != nil {
+		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.ops.beta
+	}
 	return w, nil
 }
 
@@ -155,6 +159,22 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 	if tokens <= 0 {
 		return 0
 	}
+	var t float64
+	if w.ops != nil {
+		t = w.ops.stepTime(w, b)
+	} else {
+		t = w.rooflineStep(b, tokens)
+	}
+	t += w.be.StepOverheadMs * 1e-3
+	if b.PrefillTokens > 0 {
+		t += w.be.PrefillOverheadMs * 1e-3
+	}
+	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
+	return t
+}
+
+// rooflineStep is the iteration's compute and communication on the roofline.
+func (w *Worker) rooflineStep(b Batch, tokens float64) float64 {
 	layer := w.gemm(tokens, w.denseParams, tokens)
 	if w.routedExperts > 0 {
 		layer += w.moeLayerFrac * w.moe(tokens)
@@ -171,11 +191,6 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 	if w.pp > 1 {
 		t += (w.pp - 1) * (w.comm.P2PLatencyUs*1e-6 + tokens*w.hidden*2/w.linkBW)
 	}
-	t += w.be.StepOverheadMs * 1e-3
-	if b.PrefillTokens > 0 {
-		t += w.be.PrefillOverheadMs * 1e-3
-	}
-	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
 	return t
 }
 

@@ -1,0 +1,259 @@
+package perf
+
+import (
+	"math"
+	"sync"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+// Kernels prices single operations on one whole GPU under one backend from
+// measured kernel tables, in seconds; ok is false where they have no answer.
+type Kernels interface {
+	GEMM(dtype string, m, n, k float64) (secs float64, ok bool)
+	ContextAttention(attnDtype, kvDtype string, headDim, window int, heads, kvHeads, isl, batch float64) (float64, bool)
+	GenerationAttention(kvDtype string, headDim, window int, heads, kvHeads, batch, kvLen float64) (float64, bool)
+	AllReduce(gpus, elems float64) (float64, bool)
+}
+
+// KernelSource finds the tables for a catalog GPU and a backend (nil: none).
+type KernelSource func(gpu string, b Backend) Kernels
+
+// opModel prices an iteration's operations from measured kernels for the
+// models whose layers it can describe: dense attention (no MLA); routed
+// experts and sliding-window layers keep the roofline.
+type opModel struct {
+	k                 Kernels
+	wDtype, kvDtype   string
+	ctxDtype          string
+	headDim           float64
+	heads, kvHeads    float64 // per GPU
+	qkvN, oK, upN, dK float64 // GEMM widths per GPU
+	hidden, vocabN    float64
+	gated             bool
+	// Decode attention per full-attention layer: gamma per call, alpha per
+	// sequence, beta per cached token (fitted to the table at set-up, so the
+	// step time stays affine in the decode context).
+	gamma, alpha, beta float64
+
+	mu    sync.Mutex
+	dense map[int]float64 // per-layer GEMM + all-reduce time by tokens
+}
+
+// gemmDtype names the table a weight precision's GEMMs are measured in.
+func gemmDtype(p catalog.Precision) string {
+	switch p {
+	case catalog.FP8:
+		return "fp8"
+	case catalog.FP4:
+		return "nvfp4"
+	case catalog.INT8:
+		return "sq"
+	case catalog.W4A16:
+		return "int4_wo"
+	}
+	return "bfloat16"
+}
+
+func kvDtype(p catalog.Precision) string {
+	if p == catalog.FP8 {
+		return "fp8"
+	}
+	return "bfloat16"
+}
+
+// newOpModel sets up kernel pricing, or returns nil when the tables do not
+// cover this configuration (the roofline then prices everything).
+func newOpModel(w *Worker, p *Params) *opModel {
+	cfg := w.cfg
+	d := cfg.Device
+	// Whole GPUs, one pipeline stage: fractions and stages keep the roofline.
+	if p.Kernels == nil || d.ComputeFraction != 1 || d.BandwidthFraction != 1 || cfg.Model.MLA != nil || cfg.PP != 1 {
+		return nil
+	}
+	k := p.Kernels(d.GPU.Name, cfg.Backend)
+	if k == nil {
+		return nil
+	}
+	m := cfg.Model
+	o := &opModel{k: k, wDtype: gemmDtype(cfg.Weights), kvDtype: kvDtype(cfg.KV), ctxDtype: "bfloat16",
+		headDim: float64(m.HeadDim), heads: float64(m.AttentionHeads) / w.tp, kvHeads: math.Max(1, float64(m.KVHeads)/w.tp),
+		hidden: float64(m.HiddenSize), dense: map[int]float64{}}
+	if cfg.Backend == TRTLLM && o.kvDtype == "fp8" {
+		o.ctxDtype = "fp8" // TensorRT-LLM runs FMHA in fp8 over an fp8 cache
+	}
+	o.qkvN = (o.heads + 2*o.kvHeads) * o.headDim
+	o.oK = o.heads * o.headDim
+	o.upN = 2 * float64(m.IntermediateSize) / w.tp
+	o.dK = float64(m.IntermediateSize) / w.tp
+	o.vocabN = float64(m.VocabSize) / w.tp
+	// Probe: the tables must answer this model's shapes, or none is used.
+	if _, ok := k.GEMM(o.wDtype, 64, o.qkvN, o.hidden); !ok {
+		return nil
+	}
+	if _, ok := o.ctxAttention(1024, 1); !ok {
+		return nil
+	}
+	if !o.fitDecode() {
+		return nil
+	}
+	return o
+}
+
+func (o *opModel) ctxAttention(isl, batch float64) (float64, bool) {
+	t, ok := o.k.ContextAttention(o.ctxDtype, o.kvDtype, int(o.headDim), 0, o.heads, o.kvHeads, isl, batch)
+	if !ok && o.ctxDtype != "bfloat16" {
+		t, ok = o.k.ContextAttention("bfloat16", o.kvDtype, int(o.headDim), 0, o.heads, o.kvHeads, isl, batch)
+	}
+	return t, ok
+}
+
+// fitDecode fits t(b, s) = gamma + alpha*b + beta*b*s to the table over
+// batch sizes and context lengths serving sees, weighting relative error.
+func (o *opModel) fitDecode() bool {
+	var a [3][3]float64
+	var r [3]float64
+	for _, b := range []float64{1, 2, 4, 8, 16, 32, 64, 128, 256} {
+		for _, s := range []float64{256, 1024, 2048, 4096, 8192, 16384} {
+			t, ok := o.k.GenerationAttention(o.kvDtype, int(o.headDim), 0, o.heads, o.kvHeads, b, s)
+			if !ok || t <= 0 {
+				return false
+			}
+			x := [3]float64{1 / t, b / t, b * s / t}
+			for i := range 3 {
+				for j := range 3 {
+					a[i][j] += x[i] * x[j]
+				}
+				r[i] += x[i]
+			}
+		}
+	}
+	sol, ok := solve3(a, r)
+	if !ok {
+		return false
+	}
+	o.gamma, o.alpha, o.beta = math.Max(sol[0], 0), math.Max(sol[1], 0), math.Max(sol[2], 0)
+	return o.beta > 0
+}
+
+// solve3 solves a 3x3 system by Gaussian elimination with pivoting.
+func solve3(a [3][3]float64, r [3]float64) ([3]float64, bool) {
+	for c := range 3 {
+		p := c
+		for i := c + 1; i < 3; i++ {
+			if math.Abs(a[i][c]) > math.Abs(a[p][c]) {
+				p = i
+			}
+		}
+		if math.Abs(a[p][c]) < 1e-300 {
+			return r, false
+		}
+		a[c], a[p] = a[p], a[c]
+		r[c], r[p] = r[p], r[c]
+		for i := c + 1; i < 3; i++ {
+			f := a[i][c] / a[c][c]
+			for j := c; j < 3; j++ {
+				a[i][j] -= f * a[c][j]
+			}
+			r[i] -= f * r[c]
+		}
+	}
+	var x [3]float64
+	for i := 2; i >= 0; i-- {
+		s := r[i]
+		for j := i + 1; j < 3; j++ {
+			s -= a[i][j] * x[j]
+		}
+		x[i] = s / a[i][i]
+	}
+	return x, true
+}
+
+// denseLayer is one layer's attention projections, dense MLP and
+// tensor-parallel all-reduces for tokens rows, from the tables where they
+// answer and the roofline where not. Memoised: serving repeats batch sizes.
+func (o *opModel) denseLayer(w *Worker, tokens int, denseMLP bool) float64 {
+	key := tokens
+	if !denseMLP {
+		key = -tokens
+	}
+	o.mu.Lock()
+	t, ok := o.dense[key]
+	o.mu.Unlock()
+	if ok {
+		return t
+	}
+	m := float64(tokens)
+	g := func(n, k float64) float64 {
+		if s, ok := o.k.GEMM(o.wDtype, m, n, k); ok {
+			return s
+		}
+		return w.gemm(m, n*k, m)
+	}
+	t = g(o.qkvN, o.hidden) + g(o.hidden, o.oK)
+	if denseMLP {
+		t += g(o.upN, o.hidden) + g(o.hidden, o.dK)
+	}
+	if w.tp > 1 {
+		ar, ok := o.k.AllReduce(w.tp, m*o.hidden)
+		if !ok {
+			ar = w.allReduce(m) / 2
+		}
+		t += 2 * ar
+	}
+	o.mu.Lock()
+	o.dense[key] = t
+	o.mu.Unlock()
+	return t
+}
+
+// stepTime is FixedStepTime on the kernel tables.
+func (o *opModel) stepTime(w *Worker, b Batch) float64 {
+	tokens := b.PrefillTokens + b.DecodeSeqs
+	if tokens <= 0 {
+		return 0
+	}
+	m := w.cfg.Model
+	layers := float64(m.Layers)
+	moeLayers := float64(m.MoELayers())
+	ft := float64(tokens)
+	// Dense layers carry the MLP in the projections' time; MoE layers add
+	// their routed experts (and shared ones) on the roofline.
+	t := (layers - moeLayers) * o.denseLayer(w, tokens, true)
+	if moeLayers > 0 {
+		t += moeLayers * (o.denseLayer(w, tokens, false) + w.moe(ft) +
+			float64(m.MoE.SharedExperts)*w.gemm(ft, m.ExpertParams()/w.tp, ft))
+	}
+	t += layers * ft * 12 * w.hidden * 2 / w.elemBW
+	full := float64(m.FullAttentionLayers())
+	if b.PrefillTokens > 0 {
+		a, ok := 0.0, false
+		if b.PrefillSeqs > 0 {
+			// The table's prompts start empty: the batch's query-key pairs
+			// give the prompt length with the same attention work.
+			seqs := float64(b.PrefillSeqs)
+			a, ok = o.ctxAttention(math.Sqrt(2*b.PrefillPairs/seqs), seqs)
+		}
+		if ok {
+			t += full * a
+			if sliding := layers - full; sliding > 0 {
+				t += sliding * AttentionTime(w.attnFlopsPair*b.PrefillSlidingPairs,
+					(b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes(), w.attnPeak, w.attnBW)
+			}
+		} else {
+			t += layers * w.prefillAttention(b)
+		}
+	}
+	if b.DecodeSeqs > 0 {
+		t += full*(o.gamma+o.alpha*float64(b.DecodeSeqs)) + w.decodeSlidingC*float64(b.DecodeSeqs)
+	}
+	if b.Sampled > 0 {
+		s := float64(b.Sampled)
+		if head, ok := o.k.GEMM("bfloat16", s, o.vocabN, o.hidden); ok {
+			t += head
+		} else {
+			t += w.gemmWith(s, w.lmHeadParams, catalog.BF16.Bytes(), s)
+		}
+	}
+	return t
+}

@@ -1,0 +1,111 @@
+package perf_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/perf/perftest"
+)
+
+func kernelWorker(t *testing.T, k *perftest.Kernels, tp int, dev catalog.Device) *perf.Worker {
+	t.Helper()
+	c := catalog.MustDefault()
+	m, err := c.Model("Qwen/Qwen3-32B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := perf.MustDefaultParams()
+	if k != nil {
+		p.Kernels = func(string, perf.Backend) perf.Kernels { return k }
+	}
+	w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: perf.VLLM, Weights: catalog.BF16, TP: tp, PP: 1}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// elementwise is the model's norms-and-activations time for tokens rows
+// (priced on the roofline with or without tables).
+func elementwise(w *perf.Worker, tokens float64) float64 {
+	m, d := w.Config().Model, w.Config().Device
+	fam := perf.MustDefaultParams().Families[d.GPU.Architecture]
+	return float64(m.Layers) * tokens * 12 * float64(m.HiddenSize) * 2 / (d.BandwidthGBps() * 1e9 * fam.ElementwiseBandwidth)
+}
+
+func h100(t *testing.T) catalog.Device {
+	g, err := catalog.MustDefault().GPU("h100_sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return catalog.WholeDevice(g)
+}
+
+// The decode part of a step is the tables' attention per full layer: the
+// affine fit recovers gamma, alpha and beta exactly from an affine table,
+// and the step stays affine in the decode context with that slope.
+func TestKernelsDecodeIsTheTablesAttention(t *testing.T) {
+	k := &perftest.Kernels{GEMMSecs: 1e-15, CtxSecs: 1e-12, GenGamma: 5e-6, GenAlpha: 2e-7, GenBeta: 3e-10, ARSecs: 1e-12}
+	w := kernelWorker(t, k, 1, h100(t))
+	layers := float64(w.Config().Model.FullAttentionLayers())
+	if got, want := w.DecodeCtxCost(), layers*3e-10; math.Abs(got-want) > 1e-6*want {
+		t.Fatalf("decode context cost %g, want %g", got, want)
+	}
+	b1 := perf.Batch{DecodeSeqs: 8, DecodeCtx: 8000}
+	b2 := perf.Batch{DecodeSeqs: 16, DecodeCtx: 8000}
+	// Doubling the sequences at the same context adds layers*alpha*8 to
+	// attention, and the GEMMs' growth from 8 to 16 rows.
+	gemms := func(m float64) float64 {
+		cfg := w.Config().Model
+		hd, h, kv := float64(cfg.HeadDim), float64(cfg.AttentionHeads), float64(cfg.KVHeads)
+		hid, in := float64(cfg.HiddenSize), float64(cfg.IntermediateSize)
+		per := m*(h+2*kv)*hd*hid + m*hid*h*hd + m*2*in*hid + m*hid*in
+		return float64(cfg.Layers) * 1e-15 * per
+	}
+	be := perf.MustDefaultParams().Backends[perf.VLLM]
+	wantDelta := layers*2e-7*8 + gemms(16) - gemms(8) + be.PerSeqOverheadUs*1e-6*8 + elementwise(w, 8)
+	if d := w.StepTime(b2) - w.StepTime(b1); math.Abs(d-wantDelta) > 1e-9*wantDelta+1e-12 {
+		t.Errorf("step grows by %g from 8 to 16 sequences, want %g", d, wantDelta)
+	}
+	if k.Calls == 0 {
+		t.Error("the tables were never asked")
+	}
+}
+
+// Where the tables do not cover a configuration, the roofline prices it
+// exactly as without tables: a MIG slice, or tables that answer nothing.
+func TestKernelsFallBackToRoofline(t *testing.T) {
+	b := perf.Batch{PrefillTokens: 2048, PrefillSeqs: 1, PrefillPairs: 2048 * 1024, DecodeSeqs: 4, DecodeCtx: 4000, Sampled: 5}
+	plain := kernelWorker(t, nil, 1, h100(t)).StepTime(b)
+	if got := kernelWorker(t, &perftest.Kernels{}, 1, h100(t)).StepTime(b); got != plain {
+		t.Errorf("tables that answer nothing: %g, roofline %g", got, plain)
+	}
+	c := catalog.MustDefault()
+	mig, err := c.Device("h100_sxm", "3g.40gb")
+	if err != nil {
+		t.Skip(err)
+	}
+	k := &perftest.Kernels{GEMMSecs: 1, CtxSecs: 1, GenGamma: 1, GenAlpha: 1, GenBeta: 1, ARSecs: 1}
+	if got, want := kernelWorker(t, k, 1, mig).StepTime(b), kernelWorker(t, nil, 1, mig).StepTime(b); got != want {
+		t.Errorf("MIG slice priced from whole-GPU tables: %g, roofline %g", got, want)
+	}
+}
+
+// With tables, prefill attention follows them: four times the prompt
+// pairs cost four times the table's attention (isl doubles).
+func TestKernelsPrefillAttention(t *testing.T) {
+	k := &perftest.Kernels{GEMMSecs: 1e-18, CtxSecs: 1e-9, GenGamma: 1e-6, GenAlpha: 1e-7, GenBeta: 1e-10, ARSecs: 1e-12}
+	w := kernelWorker(t, k, 1, h100(t))
+	layers := float64(w.Config().Model.FullAttentionLayers())
+	step := func(isl int) float64 {
+		f := float64(isl)
+		return w.StepTime(perf.Batch{PrefillTokens: isl, PrefillSeqs: 1, PrefillPairs: f * f / 2, Sampled: 1})
+	}
+	a1, a2 := step(1024), step(2048)
+	want := layers*1e-9*(2048*2048-1024*1024) + elementwise(w, 1024)
+	if d := a2 - a1; d < want || d > want*1.001 {
+		t.Errorf("step grows by %g, want %g (+ GEMMs of 1e-18 s per MAC)", d, want)
+	}
+}
