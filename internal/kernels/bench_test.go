@@ -1,0 +1,29 @@
+package kernels
+
+import (
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/sharedtest"
+)
+
+// BenchmarkLoad is the cost --kernels adds to a command per system and
+// backend it touches: reading and indexing its gzip CSV tables.
+func BenchmarkLoad(b *testing.B) {
+	dir := sharedtest.Path(b, "reference", "kernels")
+	for b.Loop() {
+		if _, err := Load(dir, "h100_sxm", "trtllm"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGEMMTime is one GEMM lookup (interpolated between grid points).
+func BenchmarkGEMMTime(b *testing.B) {
+	s, err := Load(sharedtest.Path(b, "reference", "kernels"), "h100_sxm", "trtllm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		s.GEMMTime("fp8", 37, 10240, 5120)
+	}
+}
