@@ -25,8 +25,11 @@ type Case struct {
 	Backend string
 	Model   string
 	Mode    string
-	Dense   bool
-	Query   estimate.Query
+	// Campaign is the measurement campaign the row came from (its source
+	// file or dump), which fixes the benchmark client: a cross-validation unit.
+	Campaign string
+	Dense    bool
+	Query    estimate.Query
 	// TTFTms and TPOTms are measured latencies; OutputTPS a measured throughput (tokens/s per worker group).
 	TTFTms, TPOTms, OutputTPS float64
 	// Harness is the benchmark client the row declares (optional column
@@ -140,7 +143,7 @@ func LoadSilicon(path string, resolve func(model string) (dense bool, ok bool)) 
 
 func siliconCase(t *csvTable, row []string, resolve func(string) (bool, bool)) (Case, string, error) {
 	c := Case{ID: t.get(row, "id"), Source: "silicon", System: t.get(row, "system"), Backend: t.get(row, "backend"),
-		Model: t.get(row, "model_path"), Mode: t.get(row, "mode")}
+		Model: t.get(row, "model_path"), Mode: t.get(row, "mode"), Campaign: campaign(t.get(row, "silicon_data_source"))}
 	dense, ok := resolve(c.Model)
 	if !ok {
 		return c, "model not in catalog", nil
@@ -239,7 +242,8 @@ func LoadMaxThroughput(path string, resolve func(model string) (bool, bool), kno
 	var skipped []Skipped
 	for i, row := range t.rows {
 		line := i + 2
-		c := Case{Source: "max-throughput", System: t.get(row, "gpu"), Backend: "trtllm", Model: t.get(row, "model"), Mode: "max-throughput"}
+		c := Case{Source: "max-throughput", System: t.get(row, "gpu"), Backend: "trtllm", Model: t.get(row, "model"), Mode: "max-throughput",
+			Campaign: "trtllm-max-throughput"}
 		c.ID = fmt.Sprintf("%s line %d", path, line)
 		if t.get(row, "metric") != "output_throughput_total" {
 			skipped = append(skipped, Skipped{line, c.ID, "metric is not output_throughput_total"})
@@ -284,4 +288,22 @@ func parseParallel(s string) (tp, pp int, err error) {
 		return 0, 0, fmt.Errorf("column tp: %q is neither N nor tpNppM", s)
 	}
 	return tp, 1, nil
+}
+
+// campaign names a row's measurement campaign from silicon_data_source:
+// "source_file=2026-04-06.csv; model=..." is campaign 2026-04-06.csv; a
+// file under a project's data/ folder belongs to that project.
+func campaign(source string) string {
+	first, _, _ := strings.Cut(source, ";")
+	first = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(first), "source_file="))
+	if i := strings.Index(first, "/data/"); i >= 0 {
+		first = first[:i]
+		if j := strings.LastIndex(first, "/"); j >= 0 {
+			first = first[j+1:]
+		}
+	}
+	if first == "" {
+		return "unknown"
+	}
+	return first
 }

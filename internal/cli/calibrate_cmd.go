@@ -45,7 +45,7 @@ func pct(v float64) string {
 }
 
 func newCalibrateCmd(g *globals) *cobra.Command {
-	var dir, out string
+	var dir, out, cv string
 	var fit bool
 	var maxEvals int
 	var ttftWeight float64
@@ -60,7 +60,8 @@ per-row factor) on aggregated dense runs and the max-throughput tables, and writ
 parameter file given by --out.
 
   gpuplane calibrate --data ../shared/calibration
-  gpuplane calibrate --data ../shared/calibration --fit --out internal/perf/params/default.yaml`,
+  gpuplane calibrate --data ../shared/calibration --fit --out internal/perf/params/default.yaml
+  gpuplane calibrate --data ../shared/calibration --cv model --max-evals 300`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env, err := g.env()
@@ -74,6 +75,17 @@ parameter file given by --out.
 			ds, err := calibrate.LoadDir(dir, env.Catalog)
 			if err != nil {
 				return err
+			}
+			if cv != "" {
+				if fit {
+					return fmt.Errorf("--cv fits each fold itself; leave out --fit")
+				}
+				rep, err := crossValidate(g, env, ds, cv, calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h})
+				if err != nil {
+					return err
+				}
+				f, _ := g.format()
+				return output.Write(g.stdout, f, rep)
 			}
 			t0 := time.Now()
 			rep := calibrationReport{Cases: len(ds.Cases)}
@@ -113,6 +125,7 @@ parameter file given by --out.
 	}
 	cmd.Flags().StringVar(&dir, "data", "../shared/calibration", "folder with silicon_calibration.csv (and trtllm_max_throughput.csv)")
 	cmd.Flags().BoolVar(&fit, "fit", false, "fit the parameters before reporting")
+	cmd.Flags().StringVar(&cv, "cv", "", "cross-validate: hold out each model, system or campaign in turn, fit on the rest (--max-evals per fold) and report the held-out MAPE")
 	cmd.Flags().StringVar(&out, "out", "", "where --fit writes the parameter file")
 	cmd.Flags().IntVar(&maxEvals, "max-evals", 1500, "cap on objective evaluations during --fit")
 	cmd.Flags().Float64Var(&ttftWeight, "ttft-weight", 1, "weight of TTFT errors against TPOT and throughput errors in --fit")
