@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,6 +66,12 @@ parameter file given by --out.
   gpuplane calibrate --data ../shared/calibration --cv model --max-evals 300`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cv != "" && !slices.Contains(calibrate.CVUnits, cv) {
+				return fmt.Errorf("--cv: %q, want one of %s", cv, strings.Join(calibrate.CVUnits, ", "))
+			}
+			if cv != "" && fit {
+				return fmt.Errorf("--cv fits each fold itself; leave out --fit")
+			}
 			env, err := g.env()
 			if err != nil {
 				return err
@@ -77,9 +85,6 @@ parameter file given by --out.
 				return err
 			}
 			if cv != "" {
-				if fit {
-					return fmt.Errorf("--cv fits each fold itself; leave out --fit")
-				}
 				rep, err := crossValidate(g, env, ds, cv, calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h})
 				if err != nil {
 					return err

@@ -62,3 +62,46 @@ func TestHarnessFlagErrors(t *testing.T) {
 		t.Fatalf("estimate --harness queued: %v\n%s", err, out)
 	}
 }
+
+func TestCalibrateCVAndKernelsFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate", "--cv", "backend"}, `--cv: "backend", want one of model, system, campaign`},
+		{[]string{"calibrate", "--cv", "model", "--fit", "--out", "x.yaml"}, "--cv fits each fold itself"},
+		{[]string{"estimate", "--kernels", t.TempDir()}, "no system folders"},
+		{[]string{"estimate", "--kernels", "/does/not/exist"}, "--kernels /does/not/exist"},
+	} {
+		_, _, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// --kernels changes the estimate where the tables cover the GPU and
+// backend, and leaves one they do not cover (a MIG slice) as it was.
+func TestEstimateWithKernels(t *testing.T) {
+	dir := sharedtest.Path(t, "reference", "kernels")
+	get := func(args ...string) float64 {
+		t.Helper()
+		out, _, err := run(t, append([]string{"estimate", "--model", "Qwen/Qwen3-32B", "--backend", "trtllm", "--concurrency", "8", "-o", "json"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			TPOT float64 `json:"tpot_ms"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.TPOT <= 0 {
+			t.Fatalf("%v in %s", err, out)
+		}
+		return r.TPOT
+	}
+	if a, b := get("--gpu", "h100_sxm"), get("--gpu", "h100_sxm", "--kernels", dir); a == b {
+		t.Errorf("h100 TPOT %v with and without kernels", a)
+	}
+	if a, b := get("--gpu", "h100_sxm:3g.40gb"), get("--gpu", "h100_sxm:3g.40gb", "--kernels", dir); a != b {
+		t.Errorf("MIG slice TPOT %v without kernels, %v with: fractions must stay on the roofline", a, b)
+	}
+}
