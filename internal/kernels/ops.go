@@ -156,67 +156,46 @@ func scaled(v float64, key, at []float64, cost func([]float64) float64) float64 
 	return v * c1 / c0
 }
 
-// GEMMTime is the time (ms) of a GEMM, or false when the dtype has no table.
-func (s *Set) GEMMTime(dtype string, m, n, k float64) (float64, bool) {
-	g := s.GEMM[dtype]
-	if g == nil {
+// answer looks key up in g and scales it from where it was measured.
+func answer(g *Grid, key []float64, cost func([]float64) float64) (float64, bool) {
+	if g == nil || g.Rows() == 0 {
 		return 0, false
 	}
-	key := []float64{m, n, k}
 	v, at, ok := g.Lookup(key)
 	if !ok {
 		return 0, false
 	}
-	return scaled(v, key, at, func(x []float64) float64 { return s.GPU.GEMMRoofline(dtype, x[0], x[1], x[2]) }), true
+	return scaled(v, key, at, cost), true
+}
+
+// GEMMTime is the time (ms) of a GEMM, or false when the dtype has no table.
+func (s *Set) GEMMTime(dtype string, m, n, k float64) (float64, bool) {
+	return answer(s.GEMM[dtype], []float64{m, n, k}, func(x []float64) float64 {
+		return s.GPU.GEMMRoofline(dtype, x[0], x[1], x[2])
+	})
 }
 
 // ContextAttentionTime is the time (ms) of one prefill attention call.
 func (s *Set) ContextAttentionTime(k AttnKey, heads, kvHeads, isl, batch float64) (float64, bool) {
-	g := s.ContextAttention[k]
-	if g == nil {
-		return 0, false
-	}
-	key := []float64{heads, kvHeads, isl, batch}
-	v, at, ok := g.Lookup(key)
-	if !ok {
-		return 0, false
-	}
-	return scaled(v, key, at, func(x []float64) float64 {
+	return answer(s.ContextAttention[k], []float64{heads, kvHeads, isl, batch}, func(x []float64) float64 {
 		return s.GPU.ContextAttentionRoofline(k, x[0], x[1], x[2], x[3])
-	}), true
+	})
 }
 
 // GenerationAttentionTime is the time (ms) of one decode attention call.
 func (s *Set) GenerationAttentionTime(k AttnKey, heads, kvHeads, batch, kvLen float64) (float64, bool) {
 	k.AttnDtype = ""
-	g := s.GenerationAttention[k]
-	if g == nil {
-		return 0, false
-	}
-	key := []float64{heads, kvHeads, batch, kvLen}
-	v, at, ok := g.Lookup(key)
-	if !ok {
-		return 0, false
-	}
-	return scaled(v, key, at, func(x []float64) float64 {
+	return answer(s.GenerationAttention[k], []float64{heads, kvHeads, batch, kvLen}, func(x []float64) float64 {
 		return s.GPU.GenerationAttentionRoofline(k, x[0], x[1], x[2], x[3])
-	}), true
+	})
 }
 
 // AllReduceTime is the time (ms) of an all-reduce of elems 16-bit values
 // per rank over gpus ranks.
 func (s *Set) AllReduceTime(gpus, elems float64) (float64, bool) {
-	if s.AllReduce == nil || s.AllReduce.Rows() == 0 {
-		return 0, false
-	}
-	key := []float64{gpus, elems}
-	v, at, ok := s.AllReduce.Lookup(key)
-	if !ok {
-		return 0, false
-	}
 	// Ring traffic 2(g-1)/g of the buffer, plus a fixed latency that a
 	// 64 Ki-element message roughly equals on NVLink.
-	return scaled(v, key, at, func(x []float64) float64 { return 2*(x[0]-1)/x[0]*x[1] + 65536 }), true
+	return answer(s.AllReduce, []float64{gpus, elems}, func(x []float64) float64 { return 2*(x[0]-1)/x[0]*x[1] + 65536 })
 }
 
 // plausibleMargin allows a kernel to beat the spec sheet's peak by this
