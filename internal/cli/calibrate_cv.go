@@ -9,12 +9,12 @@ import (
 )
 
 // cvReport is a cross-validation as a table: the pooled held-out errors
-// first (the headline), the same rows predicted in-sample by the given
-// parameters for comparison, then each fold.
+// first (the headline), the same rows predicted by the starting parameters
+// (--params, unfitted) for comparison, then each fold.
 type cvReport struct {
 	By       string           `json:"by"`
 	HeldOut  calibrate.Report `json:"held_out"`
-	InSample calibrate.Report `json:"in_sample"`
+	Start    calibrate.Report `json:"start"`
 	Folds    []calibrate.Fold `json:"folds"`
 	Seconds  float64          `json:"seconds"`
 }
@@ -30,8 +30,8 @@ func (r cvReport) Rows() [][]string {
 	rows := [][]string{
 		row("held out by "+r.By+": dense agg", r.HeldOut.DenseAgg),
 		row("held out by "+r.By+": max-throughput", r.HeldOut.MaxTput),
-		row("in-sample: dense agg", r.InSample.DenseAgg),
-		row("in-sample: max-throughput", r.InSample.MaxTput),
+		row("start (--params, unfitted): dense agg", r.Start.DenseAgg),
+		row("start (--params, unfitted): max-throughput", r.Start.MaxTput),
 		{"", "", "", "", "", ""},
 	}
 	for _, f := range r.Folds {
@@ -44,7 +44,7 @@ func (r cvReport) Rows() [][]string {
 func crossValidate(g *globals, env estimate.Env, ds *calibrate.Dataset, by string, opt calibrate.FitOptions) (cvReport, error) {
 	t0 := time.Now()
 	fitSet := ds.FitSet()
-	inSample := calibrate.Summarise(calibrate.PredictWith(env, fitSet, opt.Harness), 0)
+	start := calibrate.Summarise(calibrate.PredictWith(env, fitSet, opt.Harness), 0)
 	fold := ""
 	opt.Progress = func(n int, loss float64) {
 		if n%25 == 0 {
@@ -58,5 +58,5 @@ func crossValidate(g *globals, env estimate.Env, ds *calibrate.Dataset, by strin
 	if err != nil {
 		return cvReport{}, err
 	}
-	return cvReport{By: by, HeldOut: res.HeldOut, InSample: inSample, Folds: res.Folds, Seconds: time.Since(t0).Seconds()}, nil
+	return cvReport{By: by, HeldOut: res.HeldOut, Start: start, Folds: res.Folds, Seconds: time.Since(t0).Seconds()}, nil
 }
