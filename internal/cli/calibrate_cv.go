@@ -12,11 +12,11 @@ import (
 // first (the headline), the same rows predicted by the starting parameters
 // (--params, unfitted) for comparison, then each fold.
 type cvReport struct {
-	By       string           `json:"by"`
-	HeldOut  calibrate.Report `json:"held_out"`
-	Start    calibrate.Report `json:"start"`
-	Folds    []calibrate.Fold `json:"folds"`
-	Seconds  float64          `json:"seconds"`
+	By      string           `json:"by"`
+	HeldOut calibrate.Report `json:"held_out"`
+	Start   calibrate.Report `json:"start"`
+	Folds   []calibrate.Fold `json:"folds"`
+	Seconds float64          `json:"seconds"`
 }
 
 func (r cvReport) Header() []string {
