@@ -15,6 +15,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuplane/gpuplane/internal/cli"
@@ -108,12 +109,21 @@ func TestConfigureEmitDeploys(t *testing.T) {
 	}
 
 	// One more decode replica than the node holds stays Pending on its claim.
-	dep, err := cs.AppsV1().Deployments(ns).Get(ctx, "ref-decode", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep.Spec.Replicas = ptr.To(*dep.Spec.Replicas + 1)
-	if _, err := cs.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+	// The Deployment controller writes the object too: retry on a conflict,
+	// aiming at one more than the replicas first read.
+	target := int32(-1)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dep, err := cs.AppsV1().Deployments(ns).Get(ctx, "ref-decode", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if target < 0 {
+			target = *dep.Spec.Replicas + 1
+		}
+		dep.Spec.Replicas = ptr.To(target)
+		_, err = cs.AppsV1().Deployments(ns).Update(ctx, dep, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitPods(ctx, t, ns, "app.kubernetes.io/name=ref,gpuplane.io/role!=frontend", want, 1)
