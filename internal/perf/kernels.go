@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/gpuplane/gpuplane/internal/catalog"
 )
 
@@ -30,7 +32,6 @@ type opModel struct {
 	heads, kvHeads    float64 // per GPU
 	qkvN, oK, upN, dK float64 // GEMM widths per GPU
 	hidden, vocabN    float64
-	gated             bool
 	// Decode attention per full-attention layer: gamma per call, alpha per
 	// sequence, beta per cached token (fitted to the table at set-up, so the
 	// step time stays affine in the decode context).
@@ -109,64 +110,31 @@ func (o *opModel) ctxAttention(isl, batch float64) (float64, bool) {
 }
 
 // fitDecode fits t(b, s) = gamma + alpha*b + beta*b*s to the table over
-// batch sizes and context lengths serving sees, weighting relative error.
+// batch sizes and context lengths serving sees, by least squares on the
+// relative error (each row divided by its measured time).
 func (o *opModel) fitDecode() bool {
-	var a [3][3]float64
-	var r [3]float64
-	for _, b := range []float64{1, 2, 4, 8, 16, 32, 64, 128, 256} {
-		for _, s := range []float64{256, 1024, 2048, 4096, 8192, 16384} {
+	bs := []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}
+	ss := []float64{256, 1024, 2048, 4096, 8192, 16384}
+	a := mat.NewDense(len(bs)*len(ss), 3, nil)
+	ones := mat.NewVecDense(len(bs)*len(ss), nil)
+	row := 0
+	for _, b := range bs {
+		for _, s := range ss {
 			t, ok := o.k.GenerationAttention(o.kvDtype, int(o.headDim), 0, o.heads, o.kvHeads, b, s)
 			if !ok || t <= 0 {
 				return false
 			}
-			x := [3]float64{1 / t, b / t, b * s / t}
-			for i := range 3 {
-				for j := range 3 {
-					a[i][j] += x[i] * x[j]
-				}
-				r[i] += x[i]
-			}
+			a.SetRow(row, []float64{1 / t, b / t, b * s / t})
+			ones.SetVec(row, 1)
+			row++
 		}
 	}
-	sol, ok := solve3(a, r)
-	if !ok {
+	var x mat.VecDense
+	if err := x.SolveVec(a, ones); err != nil {
 		return false
 	}
-	o.gamma, o.alpha, o.beta = math.Max(sol[0], 0), math.Max(sol[1], 0), math.Max(sol[2], 0)
+	o.gamma, o.alpha, o.beta = math.Max(x.AtVec(0), 0), math.Max(x.AtVec(1), 0), math.Max(x.AtVec(2), 0)
 	return o.beta > 0
-}
-
-// solve3 solves a 3x3 system by Gaussian elimination with pivoting.
-func solve3(a [3][3]float64, r [3]float64) ([3]float64, bool) {
-	for c := range 3 {
-		p := c
-		for i := c + 1; i < 3; i++ {
-			if math.Abs(a[i][c]) > math.Abs(a[p][c]) {
-				p = i
-			}
-		}
-		if math.Abs(a[p][c]) < 1e-300 {
-			return r, false
-		}
-		a[c], a[p] = a[p], a[c]
-		r[c], r[p] = r[p], r[c]
-		for i := c + 1; i < 3; i++ {
-			f := a[i][c] / a[c][c]
-			for j := c; j < 3; j++ {
-				a[i][j] -= f * a[c][j]
-			}
-			r[i] -= f * r[c]
-		}
-	}
-	var x [3]float64
-	for i := 2; i >= 0; i-- {
-		s := r[i]
-		for j := i + 1; j < 3; j++ {
-			s -= a[i][j] * x[j]
-		}
-		x[i] = s / a[i][i]
-	}
-	return x, true
 }
 
 // denseLayer is one layer's attention projections, dense MLP and
@@ -197,7 +165,7 @@ func (o *opModel) denseLayer(w *Worker, tokens int, denseMLP bool) float64 {
 	if w.tp > 1 {
 		ar, ok := o.k.AllReduce(w.tp, m*o.hidden)
 		if !ok {
-			ar = w.allReduce(m) / 2
+			ar = w.allReduceOnce(m)
 		}
 		t += 2 * ar
 	}
@@ -207,12 +175,9 @@ func (o *opModel) denseLayer(w *Worker, tokens int, denseMLP bool) float64 {
 	return t
 }
 
-// stepTime is FixedStepTime on the kernel tables.
+// stepTime is FixedStepTime on the kernel tables, for a batch with tokens.
 func (o *opModel) stepTime(w *Worker, b Batch) float64 {
 	tokens := b.PrefillTokens + b.DecodeSeqs
-	if tokens <= 0 {
-		return 0
-	}
 	m := w.cfg.Model
 	layers := float64(m.Layers)
 	moeLayers := float64(m.MoELayers())
@@ -224,7 +189,7 @@ func (o *opModel) stepTime(w *Worker, b Batch) float64 {
 		t += moeLayers * (o.denseLayer(w, tokens, false) + w.moe(ft) +
 			float64(m.MoE.SharedExperts)*w.gemm(ft, m.ExpertParams()/w.tp, ft))
 	}
-	t += layers * ft * 12 * w.hidden * 2 / w.elemBW
+	t += layers * w.elementwise(ft)
 	full := float64(m.FullAttentionLayers())
 	if b.PrefillTokens > 0 {
 		a, ok := 0.0, false
@@ -237,8 +202,8 @@ func (o *opModel) stepTime(w *Worker, b Batch) float64 {
 		if ok {
 			t += full * a
 			if sliding := layers - full; sliding > 0 {
-				t += sliding * AttentionTime(w.attnFlopsPair*b.PrefillSlidingPairs,
-					(b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes(), w.attnPeak, w.attnBW)
+				t += sliding * w.attention(w.attnFlopsPair*b.PrefillSlidingPairs,
+					(b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes())
 			}
 		} else {
 			t += layers * w.prefillAttention(b)
@@ -252,7 +217,7 @@ func (o *opModel) stepTime(w *Worker, b Batch) float64 {
 		if head, ok := o.k.GEMM("bfloat16", s, o.vocabN, o.hidden); ok {
 			t += head
 		} else {
-			t += w.gemmWith(s, w.lmHeadParams, catalog.BF16.Bytes(), s)
+			t += w.lmHead(s)
 		}
 	}
 	return t

@@ -120,7 +120,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	if m.MLA != nil {
 		perCtxFlops = 2 * headsGPU * float64(2*m.MLA.KVLoraRank+m.MLA.QKRopeHeadDim)
 	}
-	perCtx := DecodeAttentionTime(1, perCtxBytes, perCtxFlops, w.attnPeak, w.attnBW)
+	perCtx := math.Max(perCtxBytes/w.attnBW, perCtxFlops/w.attnPeak)
 	w.decodeCtxCost = float64(m.FullAttentionLayers()) * perCtx / w.pp
 	w.decodeSlidingC = float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
 
@@ -179,14 +179,14 @@ func (w *Worker) rooflineStep(b Batch, tokens float64) float64 {
 	if w.routedExperts > 0 {
 		layer += w.moeLayerFrac * w.moe(tokens)
 	}
-	layer += tokens * 12 * w.hidden * 2 / w.elemBW
+	layer += w.elementwise(tokens)
 	layer += w.allReduce(tokens)
 	if b.PrefillTokens > 0 {
 		layer += w.prefillAttention(b)
 	}
 	t := w.pp*w.layersPerStage*layer + w.decodeSlidingC*float64(b.DecodeSeqs)
 	if b.Sampled > 0 {
-		t += w.gemmWith(float64(b.Sampled), w.lmHeadParams, catalog.BF16.Bytes(), float64(b.Sampled))
+		t += w.lmHead(float64(b.Sampled))
 	}
 	if w.pp > 1 {
 		t += (w.pp - 1) * (w.comm.P2PLatencyUs*1e-6 + tokens*w.hidden*2/w.linkBW)
@@ -205,30 +205,25 @@ func (w *Worker) gemm(tokens, params, rows float64) float64 {
 const gemmRowsHalf = 24
 
 func (w *Worker) gemmWith(tokens, params, wBytes, rows float64) float64 {
-	return GEMMTime(tokens, rows, params, wBytes, 2*tokens*w.hidden*2, w.gemmPeak, w.gemmBW)
-}
-
-// GEMMTime is the model's time in seconds of a GEMM of tokens rows over
-// params weights of wBytes each that moves actBytes of activations, at the
-// achieved peak FLOP/s and bandwidth. rows is the M that sets the tile
-// efficiency (tokens per expert for MoE). The kernel calibration fits the
-// efficiencies of this same form to measured GEMM tables.
-func GEMMTime(tokens, rows, params, wBytes, actBytes, peak, bw float64) float64 {
-	tc := 2 * tokens * params / (peak * rows / (rows + gemmRowsHalf))
-	tm := (params*wBytes + actBytes) / bw
+	tc := 2 * tokens * params / (w.gemmPeak * rows / (rows + gemmRowsHalf))
+	tm := (params*wBytes + 2*tokens*w.hidden*2) / w.gemmBW
 	return smoothMax(tc, tm)
 }
 
-// DecodeAttentionTime is the model's time in seconds of decode attention
-// over ctx cached tokens, each read as bytesPerCtx with flopsPerCtx.
-func DecodeAttentionTime(ctx, bytesPerCtx, flopsPerCtx, peak, bw float64) float64 {
-	return ctx * math.Max(bytesPerCtx/bw, flopsPerCtx/peak)
+// attention is the roofline time of prefill attention doing flops and
+// reading bytes.
+func (w *Worker) attention(flops, bytes float64) float64 {
+	return smoothMax(flops/w.attnPeak, bytes/w.attnBW)
 }
 
-// AttentionTime is the model's time in seconds of prefill attention doing
-// flops and reading bytes, at the achieved peak FLOP/s and bandwidth.
-func AttentionTime(flops, bytes, peak, bw float64) float64 {
-	return smoothMax(flops/peak, bytes/bw)
+// elementwise is one layer's norms, activations and rotary embeddings.
+func (w *Worker) elementwise(tokens float64) float64 {
+	return tokens * 12 * w.hidden * 2 / w.elemBW
+}
+
+// lmHead is the output projection for the sequences that sample a token.
+func (w *Worker) lmHead(sampled float64) float64 {
+	return w.gemmWith(sampled, w.lmHeadParams, catalog.BF16.Bytes(), sampled)
 }
 
 // moe is one MoE layer's routed-expert time: weights of every expert that at
@@ -253,7 +248,7 @@ func (w *Worker) moe(tokens float64) float64 {
 
 func (w *Worker) prefillAttention(b Batch) float64 {
 	pairs := w.fullLayerFrac*b.PrefillPairs + (1-w.fullLayerFrac)*b.PrefillSlidingPairs
-	return AttentionTime(w.attnFlopsPair*pairs/w.pp, (b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes()/w.pp, w.attnPeak, w.attnBW)
+	return w.attention(w.attnFlopsPair*pairs/w.pp, (b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes()/w.pp)
 }
 
 // allReduce is the tensor-parallel communication of one layer: two ring
@@ -267,8 +262,15 @@ func (w *Worker) allReduce(tokens float64) float64 {
 	if w.ep > 1 {
 		n = 1 + (1 - w.moeLayerFrac)
 	}
-	bytes := tokens * w.hidden * 2
-	return n * (w.arLatency + 2*(w.tp-1)/w.tp*bytes/w.linkBW)
+	return n * w.allReduceOnce(tokens)
+}
+
+// allReduceOnce is one ring all-reduce of tokens rows of activations.
+func (w *Worker) allReduceOnce(tokens float64) float64 {
+	if w.tp <= 1 {
+		return 0
+	}
+	return w.arLatency + 2*(w.tp-1)/w.tp*tokens*w.hidden*2/w.linkBW
 }
 
 // smoothMax blends the two roofline limbs: kernels near the ridge point run
