@@ -91,9 +91,9 @@ func TestParseTableErrors(t *testing.T) {
 			}
 		})
 	}
-	g := NewGrid(2)
+	s := newSet("t", "b", "v", GPU{MemBW: 1e12, BF16FLOPS: 1e15})
 	err := parseTable("t.csv", strings.NewReader("m,n,latency\n1,x,2\n"), []string{"m", "n", "latency"}, func(r row) error {
-		return addKey(map[int]*Grid{0: g}, 0, 2, []float64{r.num(0), r.num(1)}, r.num(2))
+		return s.add(Sample{Op: OpAllReduce, Key: []float64{r.num(0), r.num(1)}, Latency: r.num(2)}, keepAll)
 	})
 	if err == nil || !strings.Contains(err.Error(), "key 2") {
 		t.Errorf("a key that is not a number: %v", err)
@@ -104,11 +104,11 @@ func FuzzParseTable(f *testing.F) {
 	f.Add("gemm_dtype,m,n,k,latency\nfp8,1,2,3,0.5\nbfloat16,16,4096,4096,0.1\n")
 	f.Add("m,n,k,latency\n")
 	f.Fuzz(func(t *testing.T, csv string) {
-		grids := map[string]*Grid{}
+		s := newSet("t", "b", "v", GPU{MemBW: 1e12, BF16FLOPS: 1e15})
 		_ = parseTable("fuzz.csv", strings.NewReader(csv), []string{"gemm_dtype", "m", "n", "k", "latency"}, func(r row) error {
-			return addKey(grids, r.str(0), 3, []float64{r.num(1), r.num(2), r.num(3)}, r.num(4))
+			return s.add(Sample{Op: OpGEMM, Dtype: r.str(0), Key: []float64{r.num(1), r.num(2), r.num(3)}, Latency: r.num(4)}, keepAll)
 		})
-		for _, g := range grids {
+		for _, g := range s.GEMM {
 			v, _, ok := g.Lookup([]float64{7, 7, 7})
 			if ok && !(v > 0) {
 				t.Fatalf("lookup answered %v", v)
@@ -116,3 +116,5 @@ func FuzzParseTable(f *testing.F) {
 		}
 	})
 }
+
+func keepAll(Sample) bool { return true }

@@ -83,8 +83,16 @@ func Load(dir, system, backend string) (*Set, error) {
 // LoadHoldingOut is Load that keeps the measurements hold picks out of the
 // tables and returns them, to test the tables on rows they never saw.
 func LoadHoldingOut(dir, system, backend string, hold func(Sample) bool) (*Set, []Sample, error) {
+	vdir, version, err := onlyVersion(filepath.Join(dir, system, backend))
+	if err != nil {
+		return nil, nil, err
+	}
+	gpu, err := readGPU(dir, system)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := newSet(system, backend, version, gpu)
 	var held []Sample
-	var s *Set
 	keep := func(smp Sample) bool {
 		if !s.plausible(smp) {
 			s.Dropped[smp.Op]++
@@ -96,30 +104,21 @@ func LoadHoldingOut(dir, system, backend string, hold func(Sample) bool) (*Set, 
 		}
 		return true
 	}
-	vdir, version, err := onlyVersion(filepath.Join(dir, system, backend))
-	if err != nil {
-		return nil, nil, err
-	}
-	gpu, err := readGPU(dir, system)
-	if err != nil {
-		return nil, nil, err
-	}
-	s = &Set{System: system, Backend: backend, Version: version, GPU: gpu, GEMM: map[string]*Grid{},
-		ContextAttention: map[AttnKey]*Grid{}, GenerationAttention: map[AttnKey]*Grid{}, Dropped: map[string]int{}}
 	if err := s.load(dir, vdir, keep); err != nil {
 		return nil, nil, err
 	}
 	return s, held, nil
 }
 
+func newSet(system, backend, version string, gpu GPU) *Set {
+	return &Set{System: system, Backend: backend, Version: version, GPU: gpu, GEMM: map[string]*Grid{},
+		ContextAttention: map[AttnKey]*Grid{}, GenerationAttention: map[AttnKey]*Grid{}, AllReduce: NewGrid(2),
+		Dropped: map[string]int{}}
+}
+
 func (s *Set) load(dir, vdir string, keep func(Sample) bool) error {
-	system := s.System
 	if err := readTable(filepath.Join(vdir, "gemm_perf.csv.gz"), []string{"gemm_dtype", "m", "n", "k", "latency"}, func(r row) error {
-		smp := Sample{Op: OpGEMM, Dtype: r.str(0), Key: []float64{r.num(1), r.num(2), r.num(3)}, Latency: r.num(4)}
-		if !keep(smp) {
-			return nil
-		}
-		return addKey(s.GEMM, smp.Dtype, 3, smp.Key, smp.Latency)
+		return s.add(Sample{Op: OpGEMM, Dtype: r.str(0), Key: []float64{r.num(1), r.num(2), r.num(3)}, Latency: r.num(4)}, keep)
 	}); err != nil {
 		return err
 	}
@@ -129,11 +128,7 @@ func (s *Set) load(dir, vdir string, keep func(Sample) bool) error {
 		if err != nil {
 			return err
 		}
-		smp := Sample{Op: OpContextAttention, Attn: k, Key: []float64{r.num(4), r.num(5), r.num(6), r.num(7)}, Latency: r.num(8)}
-		if !keep(smp) {
-			return nil
-		}
-		return addKey(s.ContextAttention, k, 4, smp.Key, smp.Latency)
+		return s.add(Sample{Op: OpContextAttention, Attn: k, Key: []float64{r.num(4), r.num(5), r.num(6), r.num(7)}, Latency: r.num(8)}, keep)
 	}); err != nil {
 		return err
 	}
@@ -143,17 +138,50 @@ func (s *Set) load(dir, vdir string, keep func(Sample) bool) error {
 		if err != nil {
 			return err
 		}
-		smp := Sample{Op: OpGenerationAttention, Attn: k, Key: []float64{r.num(4), r.num(5), r.num(6), r.num(7) + r.num(8)}, Latency: r.num(9)}
-		if !keep(smp) {
-			return nil
-		}
-		return addKey(s.GenerationAttention, k, 4, smp.Key, smp.Latency)
+		return s.add(Sample{Op: OpGenerationAttention, Attn: k, Key: []float64{r.num(4), r.num(5), r.num(6), r.num(7) + r.num(8)}, Latency: r.num(9)}, keep)
 	}); err != nil {
 		return err
 	}
-	var err error
-	s.AllReduce, err = loadAllReduce(dir, system, vdir, keep)
-	return err
+	return s.loadAllReduce(dir, vdir, keep)
+}
+
+// add files a measurement in its table unless keep turns it away. Keys are
+// checked first, so a key that is not a number is an error, never a row
+// quietly dropped as implausible.
+func (s *Set) add(smp Sample, keep func(Sample) bool) error {
+	for i, v := range smp.Key {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return fmt.Errorf("key %d of %v: want a non-negative number", i+1, smp.Key)
+		}
+	}
+	if !keep(smp) {
+		return nil
+	}
+	s.table(smp, true).Add(smp.Key, smp.Latency)
+	return nil
+}
+
+// table is the grid a sample's operation and shape class belong to (nil
+// when there is none and create is false).
+func (s *Set) table(smp Sample, create bool) *Grid {
+	get := func(g *Grid, dims int, put func(*Grid)) *Grid {
+		if g == nil && create {
+			g = NewGrid(dims)
+			put(g)
+		}
+		return g
+	}
+	switch smp.Op {
+	case OpGEMM:
+		return get(s.GEMM[smp.Dtype], 3, func(g *Grid) { s.GEMM[smp.Dtype] = g })
+	case OpContextAttention:
+		return get(s.ContextAttention[smp.Attn], 4, func(g *Grid) { s.ContextAttention[smp.Attn] = g })
+	case OpGenerationAttention:
+		return get(s.GenerationAttention[smp.Attn], 4, func(g *Grid) { s.GenerationAttention[smp.Attn] = g })
+	case OpAllReduce:
+		return s.AllReduce
+	}
+	return nil
 }
 
 func attnKey(r row, attnDtype string) (AttnKey, error) {
@@ -167,59 +195,32 @@ func attnKey(r row, attnDtype string) (AttnKey, error) {
 	return AttnKey{AttnDtype: attnDtype, KVDtype: r.str(1), HeadDim: int(hd), Window: int(w)}, nil
 }
 
-func addKey[K comparable](m map[K]*Grid, k K, dims int, key []float64, latency float64) error {
-	for i, v := range key {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Errorf("key %d of %v: want a non-negative number", i+1, key)
-		}
-	}
-	g := m[k]
-	if g == nil {
-		g = NewGrid(dims)
-		m[k] = g
-	}
-	g.Add(key, latency)
-	return nil
-}
-
 // loadAllReduce takes the backend's CUDA-graph all-reduce rows, or NCCL's
 // all_reduce of half precision when the backend has none.
-func loadAllReduce(dir, system, vdir string, keep func(Sample) bool) (*Grid, error) {
-	g := NewGrid(2)
-	path := filepath.Join(vdir, "custom_allreduce_perf.csv.gz")
-	if _, err := os.Stat(path); err == nil {
-		err := readTable(path, []string{"kernel_source", "num_gpus", "message_size", "latency"}, func(r row) error {
-			if strings.HasSuffix(strings.ToLower(r.str(0)), "_eager") {
-				return nil
-			}
-			return addSample(g, Sample{Op: OpAllReduce, Key: []float64{r.num(1), r.num(2)}, Latency: r.num(3)}, keep)
-		})
-		if err != nil {
-			return nil, err
+func (s *Set) loadAllReduce(dir, vdir string, keep func(Sample) bool) error {
+	err := readTable(filepath.Join(vdir, "custom_allreduce_perf.csv.gz"), []string{"kernel_source", "num_gpus", "message_size", "latency"}, func(r row) error {
+		if strings.HasSuffix(strings.ToLower(r.str(0)), "_eager") {
+			return nil
 		}
+		return s.add(Sample{Op: OpAllReduce, Key: []float64{r.num(1), r.num(2)}, Latency: r.num(3)}, keep)
+	})
+	if err != nil || s.AllReduce.Rows() > 0 {
+		return err
 	}
-	if g.Rows() > 0 {
-		return g, nil
+	ncclDir := filepath.Join(dir, s.System, "nccl")
+	if _, err := os.Stat(ncclDir); errors.Is(err, os.ErrNotExist) {
+		return nil // no collective tables: the model keeps the roofline
 	}
-	ndir, _, err := onlyVersion(filepath.Join(dir, system, "nccl"))
+	ndir, _, err := onlyVersion(ncclDir)
 	if err != nil {
-		return g, nil // no collective tables: the caller uses the roofline
+		return err
 	}
-	err = readTable(filepath.Join(ndir, "nccl_perf.csv.gz"), []string{"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"}, func(r row) error {
+	return readTable(filepath.Join(ndir, "nccl_perf.csv.gz"), []string{"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"}, func(r row) error {
 		if r.str(0) != "all_reduce" || r.str(1) != "half" {
 			return nil
 		}
-		return addSample(g, Sample{Op: OpAllReduce, Key: []float64{r.num(2), r.num(3)}, Latency: r.num(4)}, keep)
+		return s.add(Sample{Op: OpAllReduce, Key: []float64{r.num(2), r.num(3)}, Latency: r.num(4)}, keep)
 	})
-	return g, err
-}
-
-func addSample(g *Grid, smp Sample, keep func(Sample) bool) error {
-	if !keep(smp) {
-		return nil
-	}
-	m := map[struct{}]*Grid{{}: g}
-	return addKey(m, struct{}{}, g.Dims(), smp.Key, smp.Latency)
 }
 
 func onlyVersion(dir string) (string, string, error) {
