@@ -1,9 +1,11 @@
 package kernels
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
@@ -14,10 +16,9 @@ type Library struct {
 	dir      string
 	systemOf map[string]string // catalog GPU name -> system folder
 
-	mu       sync.Mutex
-	sets     map[string]*Set
-	errs     map[string]error
-	LoadTime time.Duration // spent reading tables so far
+	mu   sync.Mutex
+	sets map[string]*Set
+	errs map[string]error
 }
 
 // Open indexes a kernel tree: resolve maps a system folder's name to the
@@ -39,10 +40,14 @@ func Open(dir string, resolve func(system string) (gpu string, ok bool)) (*Libra
 	return l, nil
 }
 
-// Set returns the tables of a catalog GPU under a backend, or nil.
+// Set returns the tables of a catalog GPU under a backend, or nil when
+// that GPU or backend was not measured.
 func (l *Library) Set(gpu string, backend perf.Backend) (*Set, error) {
 	system, ok := l.systemOf[gpu]
 	if !ok {
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(l.dir, system, string(backend))); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	key := system + "/" + string(backend)
@@ -51,22 +56,20 @@ func (l *Library) Set(gpu string, backend perf.Backend) (*Set, error) {
 	if s, ok := l.sets[key]; ok {
 		return s, l.errs[key]
 	}
-	t0 := time.Now()
 	s, err := Load(l.dir, system, string(backend))
-	l.LoadTime += time.Since(t0)
 	l.sets[key], l.errs[key] = s, err
 	return s, err
 }
 
-// Source is the performance model's view of the library. A table that
-// fails to load leaves that GPU on the roofline; Set reports the error.
+// Source is the performance model's view of the library: a table that
+// exists but cannot be read is an error of the worker that needs it.
 func (l *Library) Source() perf.KernelSource {
-	return func(gpu string, b perf.Backend) perf.Kernels {
+	return func(gpu string, b perf.Backend) (perf.Kernels, error) {
 		s, err := l.Set(gpu, b)
 		if err != nil || s == nil {
-			return nil
+			return nil, err
 		}
-		return seconds{s}
+		return seconds{s}, nil
 	}
 }
 

@@ -16,27 +16,7 @@ type GPU struct {
 	FP8FLOPS  float64 `json:"fp8_tc_flops"`
 	INT8FLOPS float64 `json:"int8_tc_flops"`
 	FP4FLOPS  float64 `json:"fp4_tc_flops"`
-	SMVersion int     `json:"sm_version"`
 }
-
-// Family is the performance model's architecture family of the GPU
-// (ampere, ada, hopper, blackwell), from its SM version.
-func (g GPU) Family() string {
-	switch {
-	case g.SMVersion >= 100:
-		return "blackwell"
-	case g.SMVersion >= 90:
-		return "hopper"
-	case g.SMVersion >= 89:
-		return "ada"
-	case g.SMVersion >= 80:
-		return "ampere"
-	}
-	return ""
-}
-
-// ReadGPU reads a system's system.yaml.
-func ReadGPU(dir, system string) (GPU, error) { return readGPU(dir, system) }
 
 type systemFile struct {
 	GPU GPU `json:"gpu"`
@@ -64,8 +44,8 @@ func (g GPU) Peak(dtype string) float64 {
 		if g.FP8FLOPS > 0 {
 			return g.FP8FLOPS
 		}
-	case "sq", "int8_wo":
-		if g.INT8FLOPS > 0 && dtype == "sq" {
+	case "sq":
+		if g.INT8FLOPS > 0 {
 			return g.INT8FLOPS
 		}
 	case "nvfp4":
@@ -76,8 +56,8 @@ func (g GPU) Peak(dtype string) float64 {
 	return g.BF16FLOPS
 }
 
-// WeightBytes is the bytes per weight element of a GEMM dtype.
-func WeightBytes(dtype string) float64 {
+// weightBytes is the bytes per weight element of a GEMM dtype.
+func weightBytes(dtype string) float64 {
 	switch dtype {
 	case "fp8", "fp8_block", "fp8_static", "sq", "int8_wo":
 		return 1
@@ -87,8 +67,8 @@ func WeightBytes(dtype string) float64 {
 	return 2
 }
 
-// KVBytes is the bytes per KV-cache element.
-func KVBytes(dtype string) float64 {
+// kvBytes is the bytes per KV-cache element.
+func kvBytes(dtype string) float64 {
 	if dtype == "fp8" || dtype == "fp8_e4m3" {
 		return 1
 	}
@@ -103,7 +83,7 @@ func (g GPU) roof(flops, peak, bytes float64) float64 {
 
 // GEMMRoofline is the roofline time (ms) of an m x k by k x n GEMM.
 func (g GPU) GEMMRoofline(dtype string, m, n, k float64) float64 {
-	return 1e3 * g.roof(2*m*n*k, g.Peak(dtype), (n*k)*WeightBytes(dtype)+(m*k+m*n)*2)
+	return 1e3 * g.roof(2*m*n*k, g.Peak(dtype), (n*k)*weightBytes(dtype)+(m*k+m*n)*2)
 }
 
 // ContextAttentionRoofline is the roofline time (ms) of causal prefill
@@ -118,7 +98,7 @@ func (g GPU) ContextAttentionRoofline(k AttnKey, heads, kvHeads, isl, batch floa
 	if k.AttnDtype == "fp8" && g.FP8FLOPS > 0 {
 		peak = g.FP8FLOPS
 	}
-	bytes := batch * isl * float64(k.HeadDim) * (2*heads + 2*kvHeads*KVBytes(k.KVDtype))
+	bytes := batch * isl * float64(k.HeadDim) * (2*heads + 2*kvHeads*kvBytes(k.KVDtype))
 	return 1e3 * g.roof(flops, peak, bytes)
 }
 
@@ -130,7 +110,7 @@ func (g GPU) GenerationAttentionRoofline(k AttnKey, heads, kvHeads, batch, kvLen
 		s = float64(k.Window)
 	}
 	flops := 4 * batch * heads * s * float64(k.HeadDim)
-	bytes := batch * 2 * kvHeads * s * float64(k.HeadDim) * KVBytes(k.KVDtype)
+	bytes := batch * 2 * kvHeads * s * float64(k.HeadDim) * kvBytes(k.KVDtype)
 	return 1e3 * g.roof(flops, g.BF16FLOPS, bytes)
 }
 

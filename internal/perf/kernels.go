@@ -18,8 +18,9 @@ type Kernels interface {
 	AllReduce(gpus, elems float64) (float64, bool)
 }
 
-// KernelSource finds the tables for a catalog GPU and a backend (nil: none).
-type KernelSource func(gpu string, b Backend) Kernels
+// KernelSource finds the tables for a catalog GPU and a backend (nil, nil:
+// none measured; an error: tables that exist but cannot be read).
+type KernelSource func(gpu string, b Backend) (Kernels, error)
 
 // opModel prices an iteration's operations from measured kernels for the
 // models whose layers it can describe: dense attention (no MLA); routed
@@ -65,16 +66,16 @@ func kvDtype(p catalog.Precision) string {
 
 // newOpModel sets up kernel pricing, or returns nil when the tables do not
 // cover this configuration (the roofline then prices everything).
-func newOpModel(w *Worker, p *Params) *opModel {
+func newOpModel(w *Worker, p *Params) (*opModel, error) {
 	cfg := w.cfg
 	d := cfg.Device
 	// Whole GPUs, one pipeline stage: fractions and stages keep the roofline.
 	if p.Kernels == nil || d.ComputeFraction != 1 || d.BandwidthFraction != 1 || cfg.Model.MLA != nil || cfg.PP != 1 {
-		return nil
+		return nil, nil
 	}
-	k := p.Kernels(d.GPU.Name, cfg.Backend)
-	if k == nil {
-		return nil
+	k, err := p.Kernels(d.GPU.Name, cfg.Backend)
+	if err != nil || k == nil {
+		return nil, err
 	}
 	m := cfg.Model
 	o := &opModel{k: k, wDtype: gemmDtype(cfg.Weights), kvDtype: kvDtype(cfg.KV), ctxDtype: "bfloat16",
@@ -90,15 +91,15 @@ func newOpModel(w *Worker, p *Params) *opModel {
 	o.vocabN = float64(m.VocabSize) / w.tp
 	// Probe: the tables must answer this model's shapes, or none is used.
 	if _, ok := k.GEMM(o.wDtype, 64, o.qkvN, o.hidden); !ok {
-		return nil
+		return nil, nil
 	}
 	if _, ok := o.ctxAttention(1024, 1); !ok {
-		return nil
+		return nil, nil
 	}
 	if !o.fitDecode() {
-		return nil
+		return nil, nil
 	}
-	return o
+	return o, nil
 }
 
 func (o *opModel) ctxAttention(isl, batch float64) (float64, bool) {

@@ -1,7 +1,9 @@
 package perf_test
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -18,7 +20,7 @@ func kernelWorker(t *testing.T, k *perftest.Kernels, tp int, dev catalog.Device)
 	}
 	p := perf.MustDefaultParams()
 	if k != nil {
-		p.Kernels = func(string, perf.Backend) perf.Kernels { return k }
+		p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
 	}
 	w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: perf.VLLM, Weights: catalog.BF16, TP: tp, PP: 1}, p)
 	if err != nil {
@@ -107,5 +109,21 @@ func TestKernelsPrefillAttention(t *testing.T) {
 	want := layers*1e-9*(2048*2048-1024*1024) + elementwise(w, 1024)
 	if d := a2 - a1; d < want || d > want*1.001 {
 		t.Errorf("step grows by %g, want %g (+ GEMMs of 1e-18 s per MAC)", d, want)
+	}
+}
+
+// Tables that exist but cannot be read fail the worker that needs them,
+// rather than leaving it on the roofline without a word.
+func TestKernelsLoadErrorFailsTheWorker(t *testing.T) {
+	c := catalog.MustDefault()
+	m, err := c.Model("Qwen/Qwen3-32B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := perf.MustDefaultParams()
+	p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return nil, errors.New("gemm_perf.csv.gz line 7: bad") }
+	_, err = perf.NewWorker(perf.Config{Model: m, Device: h100(t), Backend: perf.VLLM, TP: 1, PP: 1}, p)
+	if err == nil || !strings.Contains(err.Error(), "kernel tables: gemm_perf.csv.gz line 7") {
+		t.Errorf("got %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -128,7 +129,11 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	if cfg.TP > 1 {
 		w.arLatency = w.be.AllReduceLatencyUs * 1e-6 * (0.75 + 0.25*math.Log2(w.tp))
 	}
-	if w.ops = newOpModel(w, p); w.ops != nil {
+	var err error
+	if w.ops, err = newOpModel(w, p); err != nil {
+		return nil, fmt.Errorf("kernel tables: %w", err)
+	}
+	if w.ops != nil {
 		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.ops.beta
 	}
 	return w, nil
