@@ -59,9 +59,9 @@ func (g *Grid) Add(key []float64, latency float64) {
 	g.rows++
 }
 
-// Lookup returns the latency at key and the key it was measured or
-// interpolated at: a key outside the measured range along some level is
-// clamped to that level's edge (the caller scales from there).
+// Lookup returns the latency at key and the key it answered for: key
+// itself, except along a level with a single measured key, where it is that
+// key (the caller scales from there by the roofline).
 func (g *Grid) Lookup(key []float64) (latency float64, at []float64, ok bool) {
 	if len(key) != g.dims || g.rows == 0 {
 		return 0, nil, false
