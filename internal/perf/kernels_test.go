@@ -121,7 +121,9 @@ func TestKernelsLoadErrorFailsTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := perf.MustDefaultParams()
-	p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return nil, errors.New("gemm_perf.csv.gz line 7: bad") }
+	p.Kernels = func(string, perf.Backend) (perf.Kernels, error) {
+		return nil, errors.New("gemm_perf.csv.gz line 7: bad")
+	}
 	_, err = perf.NewWorker(perf.Config{Model: m, Device: h100(t), Backend: perf.VLLM, TP: 1, PP: 1}, p)
 	if err == nil || !strings.Contains(err.Error(), "kernel tables: gemm_perf.csv.gz line 7") {
 		t.Errorf("got %v", err)

@@ -225,19 +225,14 @@ func (k *Kubelet) start() error {
 
 // WaitReady waits until the node reports Ready with no not-ready taint.
 func (k *Kubelet) WaitReady(ctx context.Context) error {
-	for {
-		n, err := k.c.Client.CoreV1().Nodes().Get(ctx, k.Name, metav1.GetOptions{})
-		if err == nil && nodeReady(n) && !hasNotReadyTaint(n) {
-			return nil
-		}
-		select {
-		case <-k.exited:
-			return fmt.Errorf("kubelet exited (log %s):\n%s", k.logPath, k.LogTail(15))
-		case <-ctx.Done():
-			return fmt.Errorf("node %s not Ready (kubelet log %s):\n%s", k.Name, k.logPath, k.LogTail(15))
-		case <-time.After(200 * time.Millisecond):
-		}
+	_, err := k.c.waitNodeReady(ctx, k.Name, k.exited)
+	switch {
+	case errors.Is(err, errAgentExited):
+		return fmt.Errorf("kubelet exited (log %s):\n%s", k.logPath, k.LogTail(15))
+	case err != nil:
+		return fmt.Errorf("node %s not Ready (kubelet log %s): %w\n%s", k.Name, k.logPath, err, k.LogTail(15))
 	}
+	return nil
 }
 
 // Restart stops the kubelet process and starts it again with the same

@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -59,19 +60,39 @@ func (c *Cluster) CreateGPUNode(ctx context.Context, n GPUNode) (*corev1.Node, e
 	if err != nil {
 		return nil, fmt.Errorf("create node %s: %w", n.Name, err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		got, err := c.Client.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{})
-		if err == nil && nodeReady(got) && !hasNotReadyTaint(got) {
-			return got, nil
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	got, err := c.waitNodeReady(wctx, created.Name, nil)
+	if err != nil {
+		return nil, fmt.Errorf("node %s never became Ready (kwok log: %s): %w", n.Name, c.LogTail("kwok", 5), err)
+	}
+	return got, nil
+}
+
+// WaitNodeReady waits until node name is Ready without the not-ready taint.
+func (c *Cluster) WaitNodeReady(ctx context.Context, name string) (*corev1.Node, error) {
+	return c.waitNodeReady(ctx, name, nil)
+}
+
+// errAgentExited ends a wait for a node whose agent (a kubelet) has exited.
+var errAgentExited = errors.New("the node's agent exited")
+
+// waitNodeReady polls until node name is Ready without the not-ready
+// taint. A close of exited ends the wait early with errAgentExited.
+func (c *Cluster) waitNodeReady(ctx context.Context, name string, exited <-chan struct{}) (*corev1.Node, error) {
+	for {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err == nil && nodeReady(n) && !hasNotReadyTaint(n) {
+			return n, nil
 		}
 		select {
+		case <-exited:
+			return nil, errAgentExited
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return nil, fmt.Errorf("node %s never became Ready (kwok log: %s)", n.Name, c.LogTail("kwok", 5))
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -56,26 +56,8 @@ func startFleet(ctx context.Context, t *testing.T, spec string) []fleet.Node {
 
 func waitNodeReady(ctx context.Context, t testing.TB, name string) {
 	t.Helper()
-	for {
-		n, err := cluster.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			ready := false
-			for _, c := range n.Status.Conditions {
-				ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-			}
-			tainted := false
-			for _, tt := range n.Spec.Taints {
-				tainted = tainted || tt.Key == "node.kubernetes.io/not-ready"
-			}
-			if ready && !tainted {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("node %s not Ready", name)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if _, err := cluster.WaitNodeReady(ctx, name); err != nil {
+		t.Fatalf("node %s not Ready: %v", name, err)
 	}
 }
 
