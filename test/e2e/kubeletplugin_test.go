@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -155,29 +156,15 @@ func TestKubeletPluginOnRealControlPlane(t *testing.T) {
 // waitSlices waits until the node's published devices satisfy ok.
 func waitSlices(ctx context.Context, t *testing.T, node string, ok func(devices, tainted int) bool) {
 	t.Helper()
-	for {
-		list, err := cluster.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-		if err != nil {
-			t.Fatal(err)
-		}
-		devs, tainted := 0, 0
-		for _, s := range list.Items {
-			for _, d := range s.Spec.Devices {
-				devs++
-				if len(d.Taints) > 0 {
-					tainted++
-				}
+	waitDevices(ctx, t, node, "as wanted", func(devs []resourcev1.Device) bool {
+		tainted := 0
+		for _, d := range devs {
+			if len(d.Taints) > 0 {
+				tainted++
 			}
 		}
-		if ok(devs, tainted) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("node %s: %d devices, %d tainted", node, devs, tainted)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return ok(len(devs), tainted)
+	})
 }
 
 // TestDriverBinaryNodeLabelOptIn runs the gpuplane-dra-driver command for a

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -235,7 +234,7 @@ func checkCDI(ctx context.Context, t *testing.T, d *driverProc, k *testcluster.K
 		uuids = append(uuids, dev.UUID)
 	}
 	got := podContainer(t, k, pod).CDIDevices
-	if !slices.Equal(sorted(got), sorted(want)) {
+	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("pod %s: the runtime received CDI devices %v, the driver prepared %v", pod, got, want)
 	}
 	cache, err := cdi.NewCache(cdi.WithSpecDirs(d.cdiDir()), cdi.WithAutoRefresh(false))
@@ -253,12 +252,6 @@ func checkCDI(ctx context.Context, t *testing.T, d *driverProc, k *testcluster.K
 		}
 	}
 	return uuids
-}
-
-func sorted(s []string) []string {
-	s = slices.Clone(s)
-	sort.Strings(s)
-	return s
 }
 
 // waitDevices waits until the node's published devices satisfy ok.
