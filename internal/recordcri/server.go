@@ -15,6 +15,8 @@ import (
 
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/gpuplane/gpuplane/internal/atomicfile"
 )
 
 // Options configure a runtime.
@@ -133,10 +135,7 @@ func (s *Server) changed() {
 	}
 	b, err := json.MarshalIndent(s.snapshot(), "", "  ")
 	if err == nil {
-		tmp := s.opt.StateFile + ".tmp"
-		if err = os.WriteFile(tmp, b, 0o644); err == nil {
-			err = os.Rename(tmp, s.opt.StateFile)
-		}
+		err = atomicfile.Replace(s.opt.StateFile, b, 0o644)
 	}
 	if err != nil {
 		s.writeErr = fmt.Errorf("recordcri: state file: %w", err)

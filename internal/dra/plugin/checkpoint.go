@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuplane/gpuplane/internal/atomicfile"
 )
 
 // CheckpointVersion is the layout of the checkpoint file. A newer layout
@@ -94,7 +95,7 @@ func readCheckpoint(path string) (map[types.UID]PreparedClaim, error) {
 	return f.Claims, nil
 }
 
-// writeCheckpoint replaces the file atomically: write, sync, rename.
+// writeCheckpoint replaces the file atomically (write, sync, rename, sync the folder).
 func writeCheckpoint(path string, claims map[types.UID]PreparedClaim) error {
 	sum, err := checksum(claims)
 	if err != nil {
@@ -104,33 +105,8 @@ func writeCheckpoint(path string, claims map[types.UID]PreparedClaim) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checkpoint-*")
-	if err != nil {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	// The rename is durable only once the directory is synced.
-	dir, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("write checkpoint: %w", err)
-	}
-	defer dir.Close()
-	if err := dir.Sync(); err != nil {
-		return fmt.Errorf("write checkpoint: sync %s: %w", filepath.Dir(path), err)
 	}
 	return nil
 }

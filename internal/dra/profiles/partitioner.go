@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/gpuplane/gpuplane/internal/atomicfile"
 	"github.com/gpuplane/gpuplane/internal/dra/inventory"
 )
 
@@ -29,8 +30,7 @@ type Partitioner struct {
 
 	mu     sync.Mutex
 	loaded bool
-	used   map[string][]bool // GPU UUID -> memory slices in use
-	parts  map[Partition]bool
+	parts  map[Partition]bool // what exists; the slices in use follow from it
 }
 
 // Partition is one MIG partition that exists.
@@ -44,6 +44,11 @@ type Partition struct {
 func (p *Partitioner) Create(gpuUUID, profile string, start int) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.createAndSave(gpuUUID, profile, start)
+}
+
+// createAndSave creates a partition and records it; mu held.
+func (p *Partitioner) createAndSave(gpuUUID, profile string, start int) (string, error) {
 	if err := p.load(); err != nil {
 		return "", err
 	}
@@ -52,7 +57,7 @@ func (p *Partitioner) Create(gpuUUID, profile string, start int) (string, error)
 		return "", err
 	}
 	if err := p.save(); err != nil {
-		_ = p.destroy(gpuUUID, profile, start)
+		delete(p.parts, Partition{GPU: gpuUUID, Profile: profile, Start: start})
 		return "", err
 	}
 	return uuid, nil
@@ -63,21 +68,24 @@ func (p *Partitioner) create(gpuUUID, profile string, start int) (string, error)
 	if err != nil {
 		return "", err
 	}
-	u := p.used[gpuUUID]
-	if u == nil {
-		u = make([]bool, g.MIG.MemorySlices)
-		p.used[gpuUUID] = u
-	}
-	if start < 0 || start+prof.MemorySlices > len(u) {
+	if start < 0 || start+prof.MemorySlices > g.MIG.MemorySlices {
 		return "", fmt.Errorf("placement %d of %s leaves the GPU", start, profile)
 	}
-	for s := start; s < start+prof.MemorySlices; s++ {
-		if u[s] {
-			return "", fmt.Errorf("placement %d of %s overlaps an existing partition (memory slice %d)", start, profile, s)
+	clash := -1 // the first memory slice another partition holds
+	for pt := range p.parts {
+		if pt.GPU != gpuUUID {
+			continue
+		}
+		_, other, err := p.find(pt.GPU, pt.Profile)
+		if err != nil {
+			return "", err
+		}
+		if lo, hi := max(start, pt.Start), min(start+prof.MemorySlices, pt.Start+other.MemorySlices); lo < hi && (clash < 0 || lo < clash) {
+			clash = lo
 		}
 	}
-	for s := start; s < start+prof.MemorySlices; s++ {
-		u[s] = true
+	if clash >= 0 {
+		return "", fmt.Errorf("placement %d of %s overlaps an existing partition (memory slice %d)", start, profile, clash)
 	}
 	p.parts[Partition{GPU: gpuUUID, Profile: profile, Start: start}] = true
 	return "MIG-" + uuid(p.Node, strconv.Itoa(g.Index), profile, strconv.Itoa(start)), nil
@@ -87,40 +95,34 @@ func (p *Partitioner) create(gpuUUID, profile string, start int) (string, error)
 // one that still exists (kept in the state file) is taken as it is.
 func (p *Partitioner) Restore(gpuUUID, profile string, start int) error {
 	p.mu.Lock()
-	exists := p.load() == nil && p.parts[Partition{GPU: gpuUUID, Profile: profile, Start: start}]
-	p.mu.Unlock()
-	if exists {
+	defer p.mu.Unlock()
+	if err := p.load(); err != nil {
+		return err
+	}
+	if p.parts[Partition{GPU: gpuUUID, Profile: profile, Start: start}] {
 		return nil
 	}
-	_, err := p.Create(gpuUUID, profile, start)
+	_, err := p.createAndSave(gpuUUID, profile, start)
 	return err
 }
 
-// Destroy frees the partition; destroying one that is gone is not an error.
+// Destroy frees the partition; destroying one that is gone is not an error
+// (and frees nothing another partition holds).
 func (p *Partitioner) Destroy(gpuUUID, profile string, start int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.load(); err != nil {
 		return err
 	}
-	if err := p.destroy(gpuUUID, profile, start); err != nil {
+	if _, _, err := p.find(gpuUUID, profile); err != nil {
 		return err
 	}
+	key := Partition{GPU: gpuUUID, Profile: profile, Start: start}
+	if !p.parts[key] {
+		return nil
+	}
+	delete(p.parts, key)
 	return p.save()
-}
-
-func (p *Partitioner) destroy(gpuUUID, profile string, start int) error {
-	_, prof, err := p.find(gpuUUID, profile)
-	if err != nil {
-		return err
-	}
-	if u := p.used[gpuUUID]; u != nil {
-		for s := start; s < start+prof.MemorySlices && s < len(u); s++ {
-			u[s] = false
-		}
-	}
-	delete(p.parts, Partition{GPU: gpuUUID, Profile: profile, Start: start})
-	return nil
 }
 
 // Partitions lists the partitions that exist, in a stable order.
@@ -176,7 +178,7 @@ func (p *Partitioner) load() error {
 	if p.loaded {
 		return nil
 	}
-	p.used, p.parts = map[string][]bool{}, map[Partition]bool{}
+	p.parts = map[Partition]bool{}
 	if p.StateFile != "" {
 		parts, err := ReadPartitions(p.StateFile)
 		if err != nil {
@@ -201,11 +203,7 @@ func (p *Partitioner) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := p.StateFile + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("partition state: %w", err)
-	}
-	if err := os.Rename(tmp, p.StateFile); err != nil {
+	if err := atomicfile.Write(p.StateFile, b, 0o644); err != nil {
 		return fmt.Errorf("partition state: %w", err)
 	}
 	return nil

@@ -86,3 +86,20 @@ func TestPartitionStateErrors(t *testing.T) {
 		})
 	}
 }
+
+// Destroying a partition that does not exist frees nothing: the slices of
+// the one that does stay taken.
+func TestDestroyOfAMissingPartitionKeepsOthers(t *testing.T) {
+	inv := h100Node(t)
+	gpu := inv.GPUs[0].UUID
+	p := &Partitioner{Node: "n", Inv: inv}
+	if _, err := p.Create(gpu, "3g.40gb", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Destroy(gpu, "1g.10gb", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Create(gpu, "1g.10gb", 1); err == nil || !strings.Contains(err.Error(), "memory slice 1") {
+		t.Errorf("a slice of the 3g.40gb partition was freed: %v", err)
+	}
+}
