@@ -102,12 +102,19 @@ func (h *Source) Watch(ctx context.Context) (<-chan plugin.HealthEvent, error) {
 		var offset int64
 		lineNo := 0
 		var partial []byte
+		skipping := false // inside a line already reported as too long
 		t := time.NewTicker(poll)
 		defer t.Stop()
 		for {
-			chunk, err := readFrom(h.Path, offset)
+			chunk, size, err := readFrom(h.Path, offset)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				logger.Error(err, "read health events")
+			}
+			if err == nil && size < offset {
+				// Truncated or replaced: its events start again.
+				logger.Info("health events file shrank; reading it from the start")
+				offset, lineNo, partial, skipping = 0, 0, nil, false
+				continue
 			}
 			offset += int64(len(chunk))
 			partial = append(partial, chunk...)
@@ -118,6 +125,10 @@ func (h *Source) Watch(ctx context.Context) (<-chan plugin.HealthEvent, error) {
 				}
 				line := bytes.TrimSpace(partial[:i])
 				partial = partial[i+1:]
+				if skipping {
+					skipping = false
+					continue
+				}
 				lineNo++
 				if len(line) == 0 || strings.HasPrefix(string(line), "#") {
 					continue
@@ -134,9 +145,11 @@ func (h *Source) Watch(ctx context.Context) (<-chan plugin.HealthEvent, error) {
 				}
 			}
 			if len(partial) > maxHealthLine {
-				lineNo++
-				logger.Error(fmt.Errorf("line longer than %d bytes", maxHealthLine), "health event skipped", "line", lineNo)
-				partial = nil
+				if !skipping {
+					lineNo++
+					logger.Error(fmt.Errorf("line longer than %d bytes", maxHealthLine), "health event skipped", "line", lineNo)
+				}
+				partial, skipping = nil, true
 			}
 			select {
 			case <-ctx.Done():
@@ -148,15 +161,24 @@ func (h *Source) Watch(ctx context.Context) (<-chan plugin.HealthEvent, error) {
 	return out, nil
 }
 
-// readFrom returns what the file holds after offset (at most 1 MiB a call).
-func readFrom(path string, offset int64) ([]byte, error) {
+// readFrom returns what the file holds after offset (at most 1 MiB a
+// call) and the file's size.
+func readFrom(path string, offset int64) ([]byte, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return nil, err
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
 	}
-	return io.ReadAll(io.LimitReader(f, 1<<20))
+	if st.Size() < offset {
+		return nil, st.Size(), nil
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, 0, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	return b, st.Size(), err
 }

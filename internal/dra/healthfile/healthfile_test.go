@@ -128,3 +128,46 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// A file rewritten shorter is read again from its start, and a line too
+// long to be an event is skipped whole, not taken as a new line midway.
+func TestSourceTruncationAndLongLines(t *testing.T) {
+	inv := node(t)
+	gpu := inv.GPUs[0].UUID
+	path := filepath.Join(t.TempDir(), "health.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	events, err := (&Source{Path: path, Inv: inv, Poll: 5 * time.Millisecond}).Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func() plugin.HealthEvent {
+		t.Helper()
+		select {
+		case ev := <-events:
+			return ev
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+		return plugin.HealthEvent{}
+	}
+	long := `{"uuid": "` + strings.Repeat("x", 2*maxHealthLine) + `"}` + "\n"
+	if err := os.WriteFile(path, []byte(long+`{"uuid": "`+gpu+`", "reason": "XID 48"}`+"\n"+long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(); ev.Reason != "XID 48" {
+		t.Fatalf("first event %+v", ev)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := os.WriteFile(path, []byte(`{"uuid": "`+gpu+`", "healthy": true}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(); !ev.Healthy {
+		t.Fatalf("after the rewrite: %+v", ev)
+	}
+	select {
+	case ev := <-events:
+		t.Fatalf("unexpected event %+v", ev)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
