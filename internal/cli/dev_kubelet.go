@@ -26,7 +26,7 @@ func startKubeletNode(ctx context.Context, g *globals, c *testcluster.Cluster) (
 	}
 	state := k.StateDir
 	script := filepath.Join(state, "run-dra-driver.sh")
-	if err := os.WriteFile(script, []byte(driverScript(c.Kubeconfig, k, state)), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte(driverScript(c.Kubeconfig, k)), 0o755); err != nil {
 		k.Stop()
 		return nil, fmt.Errorf("--kubelet: %w", err)
 	}
@@ -38,7 +38,8 @@ func startKubeletNode(ctx context.Context, g *globals, c *testcluster.Cluster) (
 
 // driverScript runs gpuplane-dra-driver with the node's folders: the
 // installed binary, $GPUPLANE_DRA_DRIVER, or go run from this checkout.
-func driverScript(kubeconfig string, k *testcluster.Kubelet, state string) string {
+func driverScript(kubeconfig string, k *testcluster.Kubelet) string {
+	state := k.StateDir
 	goRun := "gpuplane-dra-driver"
 	if root := testcluster.RepoRoot(); root != "" {
 		goRun = "go run " + filepath.Join(root, "cmd", "gpuplane-dra-driver")

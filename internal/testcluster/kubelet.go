@@ -76,6 +76,9 @@ func (c *Cluster) StartKubelet(ctx context.Context, opt KubeletOptions) (_ *Kube
 	if opt.StartTimeout == 0 {
 		opt.StartTimeout = 90 * time.Second
 	}
+	if err := CheckKubeletRoot(); err != nil {
+		return nil, err
+	}
 	if err := CheckKubelet(c.binDir); err != nil {
 		return nil, err
 	}
@@ -141,12 +144,8 @@ func CheckKubeletRoot() error {
 	return nil
 }
 
-// CheckKubelet says whether a kubelet can run: as root, with its binary
-// in dir (and how to build it).
+// CheckKubelet says whether the kubelet binary is in dir, and how to build it.
 func CheckKubelet(dir string) error {
-	if err := CheckKubeletRoot(); err != nil {
-		return err
-	}
 	if _, err := os.Stat(filepath.Join(dir, "kubelet")); err != nil {
 		return fmt.Errorf("kubelet binary missing in %s; build it with: bash hack/build-cluster-bins.sh (seconds after the control plane's first build)", dir)
 	}
