@@ -40,11 +40,11 @@ func cvKey(by string, cat *catalog.Catalog) (func(Case) string, error) {
 
 // Fold is one held-out group: fitted on every other group, scored on it.
 type Fold struct {
-	Held       string
-	Train      int
-	Test       Stats // the held-out group's errors under the fold's fit
-	TrainLoss  float64
-	Evaluation int
+	Held        string
+	Train       int
+	Test        Stats // the held-out group's errors under the fold's fit
+	TrainLoss   float64
+	Evaluations int
 }
 
 // CVResult is a cross-validation: each fold's held-out errors, and the
@@ -77,6 +77,9 @@ func CrossValidate(env estimate.Env, start *perf.Params, cases []Case, by string
 		names = append(names, g)
 	}
 	sort.Strings(names)
+	if opt.Harness == "" {
+		opt.Harness = DefaultHarness
+	}
 	res := &CVResult{By: by}
 	var held []Prediction
 	for i, g := range names {
@@ -84,9 +87,9 @@ func CrossValidate(env estimate.Env, start *perf.Params, cases []Case, by string
 			progress(i+1, len(names), g)
 		}
 		var train []Case
-		for _, c := range cases {
-			if key(c) != g {
-				train = append(train, c)
+		for _, other := range names {
+			if other != g {
+				train = append(train, groups[other]...)
 			}
 		}
 		fit, err := Fit(env, start, train, opt)
@@ -95,18 +98,14 @@ func CrossValidate(env estimate.Env, start *perf.Params, cases []Case, by string
 		}
 		e := env
 		e.Params = fit.Params
-		h := opt.Harness
-		if h == "" {
-			h = DefaultHarness
-		}
-		preds := PredictWith(e, groups[g], h)
+		preds := PredictWith(e, groups[g], opt.Harness)
 		held = append(held, preds...)
 		st := Stats{Group: g}
 		for _, p := range preds {
 			st.add(p)
 		}
 		st.close()
-		res.Folds = append(res.Folds, Fold{Held: g, Train: len(train), Test: st, TrainLoss: fit.Loss, Evaluation: fit.Evaluations})
+		res.Folds = append(res.Folds, Fold{Held: g, Train: len(train), Test: st, TrainLoss: fit.Loss, Evaluations: fit.Evaluations})
 	}
 	res.HeldOut = Summarise(held, 0)
 	return res, nil

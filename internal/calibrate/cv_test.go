@@ -62,8 +62,8 @@ func TestCrossValidateHoldsOutEachGroup(t *testing.T) {
 		if f.Train+f.Test.N != len(cases) || f.Test.N != per[f.Held] {
 			t.Errorf("fold %s: trained on %d, tested on %d of %d cases", f.Held, f.Train, f.Test.N, len(cases))
 		}
-		if f.Evaluation < 2 || f.TrainLoss <= 0 {
-			t.Errorf("fold %s: %d evaluations, loss %v", f.Held, f.Evaluation, f.TrainLoss)
+		if f.Evaluations < 2 || f.TrainLoss <= 0 {
+			t.Errorf("fold %s: %d evaluations, loss %v", f.Held, f.Evaluations, f.TrainLoss)
 		}
 		total += f.Test.N
 	}
