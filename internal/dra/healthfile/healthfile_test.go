@@ -61,6 +61,26 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// follow watches path and returns the events and a call that waits for
+// the next one.
+func follow(ctx context.Context, t *testing.T, path string, inv *inventory.Node) (<-chan plugin.HealthEvent, func() plugin.HealthEvent) {
+	t.Helper()
+	events, err := (&Source{Path: path, Inv: inv, Poll: 5 * time.Millisecond}).Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events, func() plugin.HealthEvent {
+		t.Helper()
+		select {
+		case ev := <-events:
+			return ev
+		case <-ctx.Done():
+			t.Fatal("no event")
+		}
+		return plugin.HealthEvent{}
+	}
+}
+
 // The source follows appends, waits for a line's end, skips bad lines and
 // comments, and starts before the file exists.
 func TestSourceFollowsTheFile(t *testing.T) {
@@ -69,10 +89,7 @@ func TestSourceFollowsTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "health.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	events, err := (&Source{Path: path, Inv: inv, Poll: 5 * time.Millisecond}).Watch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events, next := follow(ctx, t, path, inv)
 	write := func(s string) {
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -82,15 +99,6 @@ func TestSourceFollowsTheFile(t *testing.T) {
 		if _, err := f.WriteString(s); err != nil {
 			t.Fatal(err)
 		}
-	}
-	next := func() plugin.HealthEvent {
-		select {
-		case ev := <-events:
-			return ev
-		case <-ctx.Done():
-			t.Fatal("no event")
-		}
-		return plugin.HealthEvent{}
 	}
 	write("# injected faults\nnot json\n{\"uuid\": \"" + gpu + "\", \"reason\": \"XID 48\"}\n{\"uuid\": \"" + gpu)
 	if ev := next(); ev.UUID != gpu || ev.Healthy || ev.Reason != "XID 48" {
@@ -137,20 +145,7 @@ func TestSourceTruncationAndLongLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "health.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	events, err := (&Source{Path: path, Inv: inv, Poll: 5 * time.Millisecond}).Watch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := func() plugin.HealthEvent {
-		t.Helper()
-		select {
-		case ev := <-events:
-			return ev
-		case <-ctx.Done():
-			t.Fatal("no event")
-		}
-		return plugin.HealthEvent{}
-	}
+	events, next := follow(ctx, t, path, inv)
 	long := `{"uuid": "` + strings.Repeat("x", 2*maxHealthLine) + `"}` + "\n"
 	if err := os.WriteFile(path, []byte(long+`{"uuid": "`+gpu+`", "reason": "XID 48"}`+"\n"+long), 0o644); err != nil {
 		t.Fatal(err)
