@@ -76,6 +76,20 @@ func TestScrapeSourceFoldsTwoScrapes(t *testing.T) {
 	}
 }
 
+// A worker listed twice (two pods handed one IP) is one worker: its
+// counters count once, as they do in the baseline.
+func TestScrapeSourceWorkerListedTwice(t *testing.T) {
+	pre := worker(t, vllmText(100, 400000, 0, 20, 100, 0, 0, 1, 0, 0.1), vllmText(160, 640000, 0, 35, 160, 0, 0, 3, 2, 0.2))
+	dec := worker(t, vllmText(90, 0, 45000, 0, 0, 900, 45000, 30, 0, 0.4), vllmText(150, 0, 75000, 0, 0, 1500, 75000, 40, 0, 0.6))
+	src := &plannerlive.ScrapeSource{Prefill: []string{pre.URL, pre.URL}, Decode: []string{dec.URL, dec.URL}}
+	t0 := time.Unix(1000, 0)
+	src.Observe(context.Background(), t0)
+	o := src.Observe(context.Background(), t0.Add(30*time.Second))
+	if o.Stale || o.Requests != 60 || o.MeanISL != 4000 || o.QueueDepth != 5 || o.KVUse != 0.6 {
+		t.Errorf("observation %+v: want 60 requests of 4000 tokens, 5 in flight, KV 0.6, as from one listing", o)
+	}
+}
+
 // SGLang's names, with the older ITL histogram name.
 func TestScrapeSourceSGLang(t *testing.T) {
 	page := func(n, prompt, gen, ttft, itl float64) string {

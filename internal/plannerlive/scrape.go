@@ -215,7 +215,14 @@ func (s *ScrapeSource) scrapePool(ctx context.Context, urls []string) (counters,
 	if len(urls) == 0 {
 		return c, nil, fmt.Errorf("scrape: no metrics URLs for a pool")
 	}
+	seen := map[string]bool{}
 	for _, u := range urls {
+		// A URL listed twice is one worker: summed twice, its counters
+		// would outrun the baseline, which holds it once.
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
 		fams, err := s.scrape(ctx, u)
 		if err != nil {
 			return c, nil, err
@@ -239,11 +246,12 @@ func (s *ScrapeSource) scrapePool(ctx context.Context, urls []string) (counters,
 		c.ttftSum, c.ttftCount = c.ttftSum+ts, c.ttftCount+tc
 		c.itlSum, c.itlCount = c.itlSum+is, c.itlCount+ic
 		c.inFlight += sum(fams[d.Running]) + sum(fams[d.Waiting])
-		c.kv += sum(fams[d.KV]) / float64(len(urls))
+		c.kv += sum(fams[d.KV])
 		each[u] = counters{success: c.success - before.success, prompt: c.prompt - before.prompt, generation: c.generation - before.generation,
 			ttftSum: c.ttftSum - before.ttftSum, ttftCount: c.ttftCount - before.ttftCount, itlSum: c.itlSum - before.itlSum, itlCount: c.itlCount - before.itlCount,
 			ttftB: tb, itlB: ib}
 	}
+	c.kv /= float64(len(each))
 	return c, each, nil
 }
 

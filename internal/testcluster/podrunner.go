@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -21,6 +22,10 @@ import (
 // that process on the pod's IP and, once the pod is gone, sends it SIGTERM
 // after a grace period that outlasts a router's refresh (like a preStop
 // sleep); the process then drains its requests and exits.
+//
+// Processes belong to pods (by UID), not to IPs: kwok hands a deleted pod's
+// IP to the next pod, and the new pod must get a process of its own role,
+// so a process still draining on that IP is stopped first.
 type PodRunner struct {
 	Client kubernetes.Interface
 	// Namespace limits the pods run ("": all).
@@ -32,16 +37,27 @@ type PodRunner struct {
 	// OnError receives start failures.
 	OnError func(error)
 
-	mu    sync.Mutex
-	procs map[string]*exec.Cmd // pod IP -> process
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	procs    map[types.UID]*podProc // running pods' processes
+	draining map[string]*podProc    // pod IP -> process of a gone pod
+	wg       sync.WaitGroup
 }
+
+// podProc is one pod's process; exited closes when it has exited.
+type podProc struct {
+	cmd    *exec.Cmd
+	ip     string
+	exited chan struct{}
+}
+
+// drainGrace is how long a gone pod's process keeps serving.
+const drainGrace = 5 * time.Second
 
 // Run polls the pods until ctx ends.
 func (p *PodRunner) Run(ctx context.Context) {
 	p.mu.Lock()
 	if p.procs == nil {
-		p.procs = map[string]*exec.Cmd{}
+		p.procs, p.draining = map[types.UID]*podProc{}, map[string]*podProc{}
 	}
 	p.mu.Unlock()
 	for ctx.Err() == nil {
@@ -57,54 +73,99 @@ func (p *PodRunner) Run(ctx context.Context) {
 }
 
 func (p *PodRunner) sync(pods []corev1.Pod) {
-	live := map[string]bool{}
+	live := map[types.UID]string{}
 	for i := range pods {
 		pod := &pods[i]
 		ip := pod.Status.PodIP
 		if pod.Status.Phase != corev1.PodRunning || ip == "" || pod.DeletionTimestamp != nil {
 			continue
 		}
-		args, port := p.Command(pod)
-		if args == nil {
+		if args, _ := p.Command(pod); args == nil {
 			continue
 		}
-		live[ip] = true
-		p.mu.Lock()
-		_, running := p.procs[ip]
-		p.mu.Unlock()
-		if !running {
-			if err := p.start(ip, port, args); err != nil && p.OnError != nil {
-				p.OnError(fmt.Errorf("pod %s/%s on %s: %w", pod.Namespace, pod.Name, ip, err))
-			}
+		live[pod.UID] = ip
+	}
+	// Gone pods first: their IPs may be the new pods'.
+	p.mu.Lock()
+	for uid, proc := range p.procs {
+		if ip, ok := live[uid]; !ok || ip != proc.ip {
+			delete(p.procs, uid)
+			p.draining[proc.ip] = proc
+			go func() {
+				select {
+				case <-proc.exited:
+				case <-time.After(drainGrace):
+					_ = proc.cmd.Process.Signal(syscall.SIGTERM)
+					<-proc.exited
+				}
+				p.mu.Lock()
+				if p.draining[proc.ip] == proc {
+					delete(p.draining, proc.ip)
+				}
+				p.mu.Unlock()
+			}()
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for ip, cmd := range p.procs {
-		if !live[ip] {
-			delete(p.procs, ip)
-			go func() {
-				time.Sleep(5 * time.Second)
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-			}()
+	p.mu.Unlock()
+	for i := range pods {
+		pod := &pods[i]
+		ip, ok := live[pod.UID]
+		if !ok {
+			continue
+		}
+		p.mu.Lock()
+		_, running := p.procs[pod.UID]
+		p.mu.Unlock()
+		if running {
+			continue
+		}
+		args, port := p.Command(pod)
+		if err := p.start(pod.UID, ip, port, args); err != nil && p.OnError != nil {
+			p.OnError(fmt.Errorf("pod %s/%s on %s: %w", pod.Namespace, pod.Name, ip, err))
 		}
 	}
 }
 
-func (p *PodRunner) start(ip string, port int, args []string) error {
+// stopDraining ends the drain of a gone pod's process on ip, if any, and
+// waits for it to exit so that the IP is free.
+func (p *PodRunner) stopDraining(ip string) {
+	p.mu.Lock()
+	old := p.draining[ip]
+	delete(p.draining, ip)
+	p.mu.Unlock()
+	if old == nil {
+		return
+	}
+	_ = old.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-old.exited:
+	case <-time.After(drainGrace):
+		_ = old.cmd.Process.Kill()
+		<-old.exited
+	}
+}
+
+func (p *PodRunner) start(uid types.UID, ip string, port int, args []string) error {
+	p.stopDraining(ip)
 	cmd := exec.Command(p.Bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	p.wg.Go(func() { _ = cmd.Wait() })
+	proc := &podProc{cmd: cmd, ip: ip, exited: make(chan struct{})}
+	p.wg.Go(func() { _ = cmd.Wait(); close(proc.exited) })
 	// Started when it answers /health (any status: a router with no workers yet says 503).
 	url := fmt.Sprintf("http://%s:%d/health", ip, port)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-proc.exited:
+			return fmt.Errorf("exited before answering %s: %v", url, cmd.ProcessState)
+		default:
+		}
 		if r, err := http.Get(url); err == nil {
 			r.Body.Close()
 			p.mu.Lock()
-			p.procs[ip] = cmd
+			p.procs[uid] = proc
 			p.mu.Unlock()
 			return nil
 		}
@@ -117,7 +178,10 @@ func (p *PodRunner) start(ip string, port int, args []string) error {
 func (p *PodRunner) Stop() {
 	p.mu.Lock()
 	for _, c := range p.procs {
-		_ = c.Process.Kill()
+		_ = c.cmd.Process.Kill()
+	}
+	for _, c := range p.draining {
+		_ = c.cmd.Process.Kill()
 	}
 	p.mu.Unlock()
 	p.wg.Wait()

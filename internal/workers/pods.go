@@ -41,11 +41,17 @@ func (p Pods) Workers(ctx context.Context) ([]string, error) {
 // URLs are the base URLs of the Running, Ready pods that are not going away.
 func URLs(pods []corev1.Pod, port int) []string {
 	var out []string
+	seen := map[string]bool{}
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !ready(&pod) {
 			continue
 		}
-		out = append(out, "http://"+pod.Status.PodIP+":"+strconv.Itoa(port))
+		// Two pods on one IP (a gone pod's IP handed on) are one endpoint.
+		u := "http://" + pod.Status.PodIP + ":" + strconv.Itoa(port)
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
 	}
 	return out
 }

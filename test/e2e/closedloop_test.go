@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/frontend"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/planner"
 	"github.com/gpuplane/gpuplane/internal/plannerlive"
 	"github.com/gpuplane/gpuplane/internal/testcluster"
 	"github.com/gpuplane/gpuplane/internal/workers"
@@ -156,7 +158,10 @@ targets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := &plannerlive.Runner{Planner: pl, Log: testLogger(t), Metrics: metricsSrc,
+	// Every tick's observation and decision, printed last when the test
+	// fails so that a log cut to its tail still says why the planner acted.
+	ticks := &tickLog{src: metricsSrc}
+	pr := &plannerlive.Runner{Planner: pl, Log: testLogger(t), Metrics: ticks, OnDecision: ticks.decided,
 		Prefill: &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Prefill},
 		Decode:  &plannerlive.ScaleClient{Client: dyn, Target: cfg.Targets.Decode}}
 	if err := pr.Register(prometheus.NewRegistry()); err != nil {
@@ -219,10 +224,10 @@ targets:
 		t.Errorf("%d of %d requests lost: %v", sum.Failed, sum.Requests, sum.Errors)
 	}
 	if peak < 2 || peakAt < burstStart || peakAt > burstEnd+15 {
-		t.Errorf("prefill peaked at %d replicas at %.0f s; want >= 2 during the burst (%.0f-%.0f s)", peak, peakAt, burstStart, burstEnd)
+		t.Errorf("prefill peaked at %d replicas at %.0f s; want >= 2 during the burst (%.0f-%.0f s); the planner's prefill changes: %s", peak, peakAt, burstStart, burstEnd, ticks.changes(t0))
 	}
 	if last.prefill >= peak {
-		t.Errorf("prefill still at %d replicas %.0f s after the burst; want it scaled back down", last.prefill, end-burstEnd)
+		t.Errorf("prefill still at %d replicas %.0f s after the burst; want it scaled back down; the last tick: %s", last.prefill, end-burstEnd, ticks.last(t0))
 	}
 	// Attainment recovers: the last quarter of the burst meets the SLO mostly.
 	met, n := 0, 0
@@ -237,6 +242,65 @@ targets:
 	if n == 0 || float64(met)/float64(n) < 0.8 {
 		t.Errorf("late in the burst %d of %d requests met the SLO; want >= 80%% once scaled", met, n)
 	}
+}
+
+// tickLog records what the planner saw and decided at each tick.
+type tickLog struct {
+	src plannerlive.MetricsSource
+	mu  sync.Mutex
+	// pending is the observation of the tick now deciding.
+	pending   planner.Observation
+	pendingAt time.Time
+	obs       []planner.Observation
+	dec       []planner.Decision
+	at        []time.Time
+}
+
+func (l *tickLog) Observe(ctx context.Context, now time.Time) planner.Observation {
+	o := l.src.Observe(ctx, now)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending, l.pendingAt = o, now
+	return o
+}
+
+func (l *tickLog) decided(d planner.Decision, _ string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.obs, l.at, l.dec = append(l.obs, l.pending), append(l.at, l.pendingAt), append(l.dec, d)
+}
+
+// line says what the planner saw and decided at tick i.
+func (l *tickLog) line(i int, t0 time.Time) string {
+	o, d := l.obs[i], l.dec[i]
+	return fmt.Sprintf("[t=%.0fs %d req/%.0fs ISL %.0f TTFT %.0fms queue %d stale %v; predicted %.2f/s capacity %.2f correction %.2f -> %d+%d: %s]",
+		l.at[i].Sub(t0).Seconds(), o.Requests, o.Interval, o.MeanISL, o.TTFTms, o.QueueDepth, o.Stale,
+		d.PredictedRate, d.PrefillCapacity, d.PrefillCorrection, d.Prefill, d.Decode, d.Reason)
+}
+
+// changes lists the ticks that changed the prefill pool.
+func (l *tickLog) changes(t0 time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	prev := 1
+	for i := range l.dec {
+		if l.dec[i].Prefill != prev {
+			out = append(out, l.line(i, t0))
+		}
+		prev = l.dec[i].Prefill
+	}
+	return strings.Join(out, " ")
+}
+
+// last is the last tick.
+func (l *tickLog) last(t0 time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.dec); n > 0 {
+		return l.line(n-1, t0)
+	}
+	return "none"
 }
 
 // testLogger sends the planner's log lines to the test log.

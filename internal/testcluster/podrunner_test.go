@@ -1,0 +1,104 @@
+package testcluster
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// The test binary doubles as a pod's process: with this variable set it
+// serves its role (its first argument) on 127.0.0.1:<second argument>.
+const helperEnv = "GPUPLANE_PODRUNNER_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		serveRole(os.Args[1], os.Args[2])
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func serveRole(role, port string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		os.Exit(3)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, role) }), ReadHeaderTimeout: time.Second}
+	go srv.Serve(ln)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	<-sig
+	srv.Close()
+}
+
+func rolePod(uid, role string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: role + "-" + uid, Namespace: "ns", UID: types.UID(uid), Labels: map[string]string{"role": role}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1"}}
+}
+
+// kwok gives a deleted pod's IP to the next pod: the new pod gets a process
+// of its own role, not the gone pod's process that still drains there.
+func TestPodRunnerIPReusedByAnotherPod(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	t.Setenv(helperEnv, "1")
+	r := &PodRunner{Client: fake.NewClientset(), Bin: os.Args[0],
+		Command: func(pod *corev1.Pod) ([]string, int) {
+			return []string{pod.Labels["role"], strconv.Itoa(port)}, port
+		},
+		OnError: func(err error) { t.Errorf("runner: %v", err) }}
+	r.procs, r.draining = map[types.UID]*podProc{}, map[string]*podProc{}
+	defer r.Stop()
+	role := func() string {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/health")
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+
+	r.sync([]corev1.Pod{rolePod("a", "decode")})
+	if got := role(); got != "decode" {
+		t.Fatalf("first pod answers %q, want decode", got)
+	}
+	// Within one poll the decode pod went and a prefill pod took its IP.
+	r.sync([]corev1.Pod{rolePod("b", "prefill")})
+	if got := role(); got != "prefill" {
+		t.Fatalf("the pod that took the IP answers %q, want prefill", got)
+	}
+	r.mu.Lock()
+	n, drained := len(r.procs), len(r.draining)
+	r.mu.Unlock()
+	if n != 1 || drained != 0 {
+		t.Errorf("%d processes running and %d draining, want 1 and 0", n, drained)
+	}
+	// A pod whose IP is not reused drains for the grace period and stops.
+	r.sync(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*drainGrace)
+	defer cancel()
+	for role() == "prefill" {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the gone pod's process never stopped")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
