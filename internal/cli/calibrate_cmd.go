@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -85,9 +86,25 @@ parameter file given by --out.
 				return err
 			}
 			if cv != "" {
-				rep, err := crossValidate(g, env, ds, cv, calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h})
+				rows, err := calibrate.LoadGridRows(filepath.Join(dir, "silicon_calibration.csv"))
 				if err != nil {
 					return err
+				}
+				rep, err := crossValidate(g, env, ds, rows, cv, calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h})
+				if err != nil {
+					return err
+				}
+				if out != "" {
+					// The starting parameters with the held-out intervals.
+					p := env.Params.Clone()
+					p.Intervals = rep.Intervals
+					b, err := p.Marshal()
+					if err != nil {
+						return err
+					}
+					if err := os.WriteFile(out, b, 0o644); err != nil {
+						return fmt.Errorf("--out: %w", err)
+					}
 				}
 				f, _ := g.format()
 				return output.Write(g.stdout, f, rep)
@@ -131,10 +148,10 @@ parameter file given by --out.
 	cmd.Flags().StringVar(&dir, "data", "../shared/calibration", "folder with silicon_calibration.csv (and trtllm_max_throughput.csv)")
 	cmd.Flags().BoolVar(&fit, "fit", false, "fit the parameters before reporting")
 	cmd.Flags().StringVar(&cv, "cv", "", "cross-validate: hold out each model, system or campaign in turn, fit on the rest (--max-evals per fold) and report the held-out MAPE")
-	cmd.Flags().StringVar(&out, "out", "", "where --fit writes the parameter file")
+	cmd.Flags().StringVar(&out, "out", "", "where --fit writes the parameter file (with --cv: the starting parameters with the held-out intervals)")
 	cmd.Flags().IntVar(&maxEvals, "max-evals", 1500, "cap on objective evaluations during --fit")
 	cmd.Flags().Float64Var(&ttftWeight, "ttft-weight", 1, "weight of TTFT errors against TPOT and throughput errors in --fit")
 	cmd.Flags().StringVar(&harness, "harness", string(calibrate.DefaultHarness), "benchmark client the measured runs are predicted under: steady, burst or queued")
-	cmd.AddCommand(newCalibrateHarnessesCmd(g))
+	cmd.AddCommand(newCalibrateHarnessesCmd(g), newCalibrateDecisionsCmd(g))
 	return cmd
 }

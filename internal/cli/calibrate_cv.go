@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/calibrate"
 	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // cvReport is a cross-validation as a table: the pooled held-out errors
@@ -17,6 +18,15 @@ type cvReport struct {
 	Start   calibrate.Report `json:"start"`
 	Folds   []calibrate.Fold `json:"folds"`
 	Seconds float64          `json:"seconds"`
+	// Intervals are the held-out spreads per kind of query; Coverage
+	// scores them on groups they were not taken from.
+	Intervals *perf.Intervals    `json:"intervals"`
+	Coverage  calibrate.Coverage `json:"interval_coverage"`
+	// Decisions are picks made from the held-out predictions.
+	Decisions calibrate.DecisionReport `json:"decisions"`
+	// Predictions are every held-out prediction (-o json only): the
+	// residuals that intervals and decisions are scored from.
+	Predictions []calibrate.Prediction `json:"predictions"`
 }
 
 func (r cvReport) Header() []string {
@@ -34,6 +44,15 @@ func (r cvReport) Rows() [][]string {
 		row("start (--params, unfitted): max-throughput", r.Start.MaxTput),
 		{"", "", "", "", "", ""},
 	}
+	if r.Coverage.N > 0 {
+		rows = append(rows, []string{"80% intervals: measured inside (cross-fitted)", fmt.Sprint(r.Coverage.N), "",
+			fmt.Sprintf("%.0f%%", 100*r.Coverage.TTFTInside), fmt.Sprintf("%.0f%%", 100*r.Coverage.TPOTInside), ""})
+	}
+	if d := r.Decisions; d.Decisions > 0 {
+		rows = append(rows, []string{fmt.Sprintf("decisions from held-out predictions: %d misses (%.1f%%, %d nothing found), mean shortfall %.1f%%",
+			d.Misses, 100*d.MissRate, d.NothingFit, 100*d.MeanShortfall), fmt.Sprint(d.Decisions), "", "", "", ""})
+	}
+	rows = append(rows, []string{"", "", "", "", "", ""})
 	for _, f := range r.Folds {
 		rows = append(rows, row("fold "+f.Held, f.Test))
 	}
@@ -41,7 +60,7 @@ func (r cvReport) Rows() [][]string {
 }
 
 // crossValidate runs calibrate --cv over the fit set.
-func crossValidate(g *globals, env estimate.Env, ds *calibrate.Dataset, by string, opt calibrate.FitOptions) (cvReport, error) {
+func crossValidate(g *globals, env estimate.Env, ds *calibrate.Dataset, gridRows []calibrate.GridRow, by string, opt calibrate.FitOptions) (cvReport, error) {
 	t0 := time.Now()
 	fitSet := ds.FitSet()
 	start := calibrate.Summarise(calibrate.PredictWith(env, fitSet, opt.Harness), 0)
@@ -58,5 +77,23 @@ func crossValidate(g *globals, env estimate.Env, ds *calibrate.Dataset, by strin
 	if err != nil {
 		return cvReport{}, err
 	}
-	return cvReport{By: by, HeldOut: res.HeldOut, Start: start, Folds: res.Folds, Seconds: time.Since(t0).Seconds()}, nil
+	rep := cvReport{By: by, HeldOut: res.HeldOut, Start: start, Folds: res.Folds, Predictions: res.HeldOut.Prediction,
+		Intervals: calibrate.Intervals(res.HeldOut.Prediction, fmt.Sprintf("gpuplane calibrate --cv %s: held-out ratios of measured to predicted", by))}
+	if rep.Coverage, err = calibrate.CrossCoverage(res.HeldOut.Prediction, by, env); err != nil {
+		return cvReport{}, err
+	}
+	// Decisions over the grids whose runs were all held out and predicted.
+	var held []calibrate.GridRow
+	ids := map[string]bool{}
+	for _, p := range res.HeldOut.Prediction {
+		ids[p.ID] = true
+	}
+	for _, r := range gridRows {
+		if ids[r.ID] {
+			held = append(held, r)
+		}
+	}
+	rep.Decisions = calibrate.Decide(held, res.HeldOut.Prediction)
+	rep.Seconds = time.Since(t0).Seconds()
+	return rep, nil
 }

@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"encoding/csv"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/sharedtest"
 )
 
@@ -103,5 +107,122 @@ func TestEstimateWithKernels(t *testing.T) {
 	}
 	if a, b := get("--gpu", "h100_sxm:3g.40gb"), get("--gpu", "h100_sxm:3g.40gb", "--kernels", dir); a != b {
 		t.Errorf("MIG slice TPOT %v without kernels, %v with: fractions must stay on the roofline", a, b)
+	}
+}
+
+func TestCalibrateDecisions(t *testing.T) {
+	dir := sharedtest.Path(t, "calibration")
+	out, _, err := run(t, "calibrate", "decisions", "--data", dir, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Grids     int `json:"grids"`
+		Decisions int `json:"decisions"`
+		Misses    int `json:"misses"`
+		Items     []struct {
+			Grid       string  `json:"grid"`
+			Limit      float64 `json:"tpot_limit_ms"`
+			Unanswered int     `json:"unanswered"`
+			Miss       bool    `json:"miss"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if rep.Grids < 100 || rep.Decisions != len(rep.Items) || rep.Decisions < rep.Grids || rep.Misses == 0 || rep.Misses == rep.Decisions {
+		t.Fatalf("%d grids, %d decisions (%d items), %d misses", rep.Grids, rep.Decisions, len(rep.Items), rep.Misses)
+	}
+	table, _, err := run(t, "calibrate", "decisions", "--data", dir)
+	if err != nil || !strings.Contains(table, "grids answered in full") || !strings.Contains(table, "MEAN SHORTFALL") {
+		t.Fatalf("table: %v\n%s", err, table)
+	}
+	// Picking at a confidence needs the parameters' intervals.
+	if _, _, err := run(t, "calibrate", "decisions", "--data", dir, "--confidence", "0.9"); err == nil || !strings.Contains(err.Error(), "calibrate --cv --out") {
+		t.Errorf("--confidence without intervals: %v", err)
+	}
+	if _, _, err := run(t, "calibrate", "decisions", "--data", dir, "--confidence", "1.5"); err == nil || !strings.Contains(err.Error(), "0.5 to 0.99") {
+		t.Errorf("--confidence 1.5: %v", err)
+	}
+}
+
+// calibrate --cv on a small cut of the runs: three campaigns, TensorRT-LLM
+// in two of them (so that intervals from one half of the groups can be
+// scored on the other). It reports held-out intervals, their cross-fitted coverage and
+// held-out decisions, and --out writes them into a parameter file that
+// decisions --confidence then uses.
+func TestCalibrateCVIntervals(t *testing.T) {
+	src, err := os.Open(filepath.Join(sharedtest.Path(t, "calibration"), "silicon_calibration.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	rows, err := csv.NewReader(src).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	cut := [][]string{rows[0]}
+	taken := map[string]int{}
+	for _, r := range rows[1:] {
+		key := r[col["backend"]] + " " + r[col["model_path"]]
+		switch key {
+		case "trtllm meta-llama/Llama-3.1-8B-Instruct", "sglang meta-llama/Llama-3.1-8B-Instruct", "vllm meta-llama/Llama-3.1-70B",
+			"trtllm meta-llama/Llama-3.1-70B":
+		default:
+			continue
+		}
+		if r[col["mode"]] == "agg" && taken[key] < 24 {
+			taken[key]++
+			cut = append(cut, r)
+		}
+	}
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "silicon_calibration.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := csv.NewWriter(f)
+	if err := w.WriteAll(cut); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	params := filepath.Join(dir, "params.yaml")
+	out, _, err := run(t, "calibrate", "--data", dir, "--cv", "campaign", "--max-evals", "3", "--out", params, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Intervals struct {
+			Kinds map[string]struct {
+				N int `json:"n"`
+			} `json:"kinds"`
+		} `json:"intervals"`
+		Coverage struct {
+			N int `json:"n"`
+		} `json:"interval_coverage"`
+		Decisions struct {
+			Grids int `json:"grids"`
+		} `json:"decisions"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %.2000s", err, out)
+	}
+	if len(rep.Intervals.Kinds) != 3 || rep.Intervals.Kinds["vllm/dense-agg"].N != 24 || rep.Intervals.Kinds["trtllm/dense-agg"].N != 48 || rep.Coverage.N == 0 || rep.Decisions.Grids == 0 {
+		t.Fatalf("intervals %+v, coverage %+v, decisions %+v", rep.Intervals, rep.Coverage, rep.Decisions)
+	}
+	p, err := perf.LoadParams(params)
+	if err != nil || p.Intervals.For("trtllm/dense-agg") == nil {
+		t.Fatalf("--out: %v", err)
+	}
+	if table, _, err := run(t, "--params", params, "calibrate", "decisions", "--data", dir, "--confidence", "0.9"); err != nil || !strings.Contains(table, "confidence 0.9") {
+		t.Fatalf("decisions at a confidence: %v\n%s", err, table)
+	}
+	est, _, err := run(t, "--params", params, "estimate", "--model", "meta-llama/Llama-3.1-70B", "--backend", "vllm", "--tp", "4", "-o", "json")
+	if err != nil || !strings.Contains(est, `"ttft_ms_interval"`) || !strings.Contains(est, `"tpot_ms_interval"`) {
+		t.Fatalf("estimate with intervals: %v\n%s", err, est)
 	}
 }

@@ -77,7 +77,24 @@ type Output struct {
 	ISL       int    `json:"isl"`
 	OSL       int    `json:"osl"`
 	Harness   string `json:"harness"`
-	Error     string `json:"error,omitempty"`
+	// TTFTInterval and TPOTInterval are 80% intervals (p10, p90) from the
+	// held-out errors of this kind of query, when the parameters carry them.
+	TTFTInterval *[2]float64 `json:"ttft_ms_interval,omitempty"`
+	TPOTInterval *[2]float64 `json:"tpot_ms_interval,omitempty"`
+	Error        string      `json:"error,omitempty"`
+}
+
+// withIntervals attaches the held-out intervals of the query's kind.
+func (o *Output) withIntervals(p *perf.Params, b perf.Backend, moe bool, mode string) {
+	if o.Result == nil || p == nil {
+		return
+	}
+	k := p.Intervals.For(perf.IntervalKey(b, moe, mode))
+	if k == nil {
+		return
+	}
+	ttft, tpot := k.TTFT.Interval(o.TTFTms), k.TPOT.Interval(o.TPOTms)
+	o.TTFTInterval, o.TPOTInterval = &ttft, &tpot
 }
 
 // BaseConfig resolves the query's model, device, backend, precisions and
@@ -164,6 +181,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		}
 		out.Result = res
 		out.Precision, out.KV = string(cfgUsed.Weights), string(cfgUsed.KV)
+		out.withIntervals(env.Params, base.Backend, base.Model.MoE != nil, "agg")
 		return out, err
 	case "disagg":
 		if q.TP > 1 {
@@ -194,6 +212,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		}
 		out.Result = res
 		out.Precision, out.KV = string(cfgUsed.Weights), string(cfgUsed.KV)
+		out.withIntervals(env.Params, base.Backend, base.Model.MoE != nil, "disagg")
 		return out, err
 	}
 	return nil, fmt.Errorf("mode: %q is not agg or disagg", q.Mode)

@@ -111,3 +111,26 @@ func TestRunHarness(t *testing.T) {
 		t.Fatalf("mean TTFT should rise steady < burst < queued: %v", ttft)
 	}
 }
+
+// Intervals come with an estimate of a kind the parameters measured, and
+// only then.
+func TestRunIntervals(t *testing.T) {
+	e := env()
+	e.Params = e.Params.Clone()
+	e.Params.Intervals = &perf.Intervals{Kinds: map[string]*perf.IntervalKind{
+		perf.IntervalKey(perf.VLLM, false, "agg"): {N: 50, TTFT: perf.Ratio{P10: 0.9, P50: 1.2, P90: 2}, TPOT: perf.Ratio{P10: 0.8, P50: 1, P90: 1.25}}}}
+	q := Defaults()
+	q.Backend = "vllm"
+	out, err := Run(e, q, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.TTFTInterval == nil || out.TPOTInterval == nil || *out.TTFTInterval != [2]float64{0.9 * out.TTFTms, 2 * out.TTFTms} ||
+		*out.TPOTInterval != [2]float64{0.8 * out.TPOTms, 1.25 * out.TPOTms} {
+		t.Errorf("vllm dense agg: intervals %v %v around %.1f / %.2f ms", out.TTFTInterval, out.TPOTInterval, out.TTFTms, out.TPOTms)
+	}
+	q.Backend = "sglang"
+	if out, err = Run(e, q, serving.Options{}); err != nil || out.TTFTInterval != nil || out.TPOTInterval != nil {
+		t.Errorf("sglang has no measured spread: want no interval, got %v %v (%v)", out.TTFTInterval, out.TPOTInterval, err)
+	}
+}

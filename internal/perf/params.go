@@ -21,6 +21,9 @@ type Params struct {
 	Families map[string]*FamilyParams   `json:"families"`
 	Backends map[Backend]*BackendParams `json:"backends"`
 	Comm     CommParams                 `json:"comm"`
+	// Intervals, when known, are the held-out spreads of the predictions
+	// (gpuplane calibrate --cv writes them).
+	Intervals *Intervals `json:"intervals,omitempty"`
 	// Kernels, when set, prices operations from measured kernel tables
 	// where they cover the GPU and backend (gpuplane --kernels DIR).
 	Kernels KernelSource `json:"-"`
@@ -146,8 +149,6 @@ func (p *Params) Clone() *Params {
 	return &q
 }
 
-// Validate checks ranges so a bad file fails loudly instead of predicting nonsense.
-
 // ReserveGiBFor is the runtime reserve on a device of devGiB.
 func (b *BackendParams) ReserveGiBFor(devGiB float64) float64 {
 	if b.ReserveFullDeviceGiB <= 0 || devGiB >= b.ReserveFullDeviceGiB {
@@ -156,6 +157,7 @@ func (b *BackendParams) ReserveGiBFor(devGiB float64) float64 {
 	return b.ReserveFloorGiB + (b.ReserveGiB-b.ReserveFloorGiB)*devGiB/b.ReserveFullDeviceGiB
 }
 
+// Validate checks ranges so a bad file fails loudly instead of predicting nonsense.
 func (p *Params) Validate() error {
 	if p.Version != 1 {
 		return fmt.Errorf("version: got %d, want 1", p.Version)
@@ -217,6 +219,9 @@ func (p *Params) Validate() error {
 	}
 	if !(c.AllReduceBusEfficiency > 0 && c.AllReduceBusEfficiency <= 1.5) || !(c.NetworkGBps > 0 && c.NetworkGBps <= 1e5) {
 		return fmt.Errorf("comm: allReduceBusEfficiency must be in (0, 1.5] (NVLink SHARP exceeds the per-link rate) and networkGBps > 0")
+	}
+	if p.Intervals != nil {
+		return p.Intervals.validate()
 	}
 	return nil
 }

@@ -1,0 +1,55 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// heldOut makes n silicon predictions whose measured/predicted ratios are
+// log-normal around bias, spread over campaigns.
+func heldOut(rng *rand.Rand, backend string, n int, bias, sigma float64) []Prediction {
+	var out []Prediction
+	for i := range n {
+		r := bias * math.Exp(sigma*rng.NormFloat64())
+		out = append(out, Prediction{Case: Case{ID: fmt.Sprint(backend, i), Source: "silicon", Backend: backend, Mode: "agg", Dense: true,
+			Campaign: fmt.Sprint("c", i%6), TTFTms: 100 * r, TPOTms: 10 * r}, PredTTFTms: 100, PredTPOTms: 10})
+	}
+	return out
+}
+
+func TestIntervalsFromHeldOutRatios(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	preds := append(heldOut(rng, "vllm", 2000, 1.3, 0.2), heldOut(rng, "sglang", MinIntervalRuns-1, 1, 0.1)...)
+	preds = append(preds, Prediction{Case: Case{Source: "silicon", Backend: "vllm", Mode: "agg", Dense: true, TTFTms: 1, TPOTms: 1}, Err: "unknown model"})
+	iv := Intervals(preds, "test")
+	k := iv.For(perf.IntervalKey(perf.VLLM, false, "agg"))
+	if k == nil || k.N != 2000 {
+		t.Fatalf("vllm dense agg: %+v, want 2000 runs (the failed prediction left out)", k)
+	}
+	// Log-normal: P10 = bias x e^(-1.2816 sigma), P90 = bias x e^(1.2816 sigma).
+	for name, r := range map[string]perf.Ratio{"ttft": k.TTFT, "tpot": k.TPOT} {
+		if math.Abs(r.P10-1.3*math.Exp(-1.2816*0.2)) > 0.03 || math.Abs(r.P90-1.3*math.Exp(1.2816*0.2)) > 0.04 || math.Abs(r.P50-1.3) > 0.03 {
+			t.Errorf("%s ratios %+v, want about %.3f, 1.3, %.3f", name, r, 1.3*math.Exp(-0.256), 1.3*math.Exp(0.256))
+		}
+	}
+	if iv.For(perf.IntervalKey(perf.SGLang, false, "agg")) != nil {
+		t.Errorf("sglang has %d runs, fewer than %d: want no interval", MinIntervalRuns-1, MinIntervalRuns)
+	}
+	cov, err := CrossCoverage(preds, "campaign", estimate.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cov.N != 2000 || math.Abs(cov.TTFTInside-0.8) > 0.04 || math.Abs(cov.TPOTInside-0.8) > 0.04 {
+		t.Errorf("cross-fitted coverage %+v, want about 80%% of 2000 runs", cov)
+	}
+	// Intervals taken from other data than the runs they score miss them.
+	shifted := heldOut(rng, "vllm", 500, 2.5, 0.2)
+	if c := IntervalCoverage(iv, shifted); c.TPOTInside > 0.1 {
+		t.Errorf("intervals around 1.3 cover %.0f%% of runs around 2.5", 100*c.TPOTInside)
+	}
+}

@@ -1,0 +1,94 @@
+package perf
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Ratio is the spread of measured over predicted values on runs the
+// parameters were not fitted to: a prediction times P10 and P90 is its
+// 80% interval.
+type Ratio struct {
+	P10 float64 `json:"p10"`
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+}
+
+// IntervalKind is the held-out spread of one kind of query.
+type IntervalKind struct {
+	// N is the held-out runs the ratios come from.
+	N    int   `json:"n"`
+	TTFT Ratio `json:"ttft"`
+	TPOT Ratio `json:"tpot"`
+}
+
+// Intervals are the held-out spreads per kind of query, keyed
+// "<backend>/<dense|moe>-<agg|disagg>" (IntervalKey).
+type Intervals struct {
+	Source string                   `json:"source,omitempty"`
+	Kinds  map[string]*IntervalKind `json:"kinds"`
+}
+
+// IntervalKey names a kind of query.
+func IntervalKey(b Backend, moe bool, mode string) string {
+	arch := "dense"
+	if moe {
+		arch = "moe"
+	}
+	return fmt.Sprintf("%s/%s-%s", b, arch, mode)
+}
+
+// For is the kind's spread, or nil when none was measured.
+func (iv *Intervals) For(key string) *IntervalKind {
+	if iv == nil {
+		return nil
+	}
+	return iv.Kinds[key]
+}
+
+// Interval is the 80% interval of a prediction.
+func (r Ratio) Interval(pred float64) [2]float64 { return [2]float64{pred * r.P10, pred * r.P90} }
+
+// Upper is the value a prediction stays under with probability
+// confidence (0.5 to 0.99), taking the log ratio as normal between the
+// median and P90: the median scaled by (P90/P50)^(z(c)/z(0.9)).
+func (r Ratio) Upper(pred, confidence float64) float64 {
+	z := distuv.UnitNormal.Quantile(confidence) / distuv.UnitNormal.Quantile(0.9)
+	return pred * r.P50 * math.Pow(r.P90/r.P50, z)
+}
+
+// NewRatio takes quantiles of measured/predicted ratios.
+func NewRatio(ratios []float64) Ratio {
+	s := append([]float64(nil), ratios...)
+	sort.Float64s(s)
+	q := func(p float64) float64 {
+		pos := p * float64(len(s)-1)
+		lo := int(math.Floor(pos))
+		hi := min(lo+1, len(s)-1)
+		return s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
+	}
+	return Ratio{P10: q(0.1), P50: q(0.5), P90: q(0.9)}
+}
+
+func (iv *Intervals) validate() error {
+	keys := make([]string, 0, len(iv.Kinds))
+	for k := range iv.Kinds {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kind := iv.Kinds[k]
+		if kind == nil || kind.N < 1 {
+			return fmt.Errorf("intervals.kinds.%s: n must be at least 1", k)
+		}
+		for name, r := range map[string]Ratio{"ttft": kind.TTFT, "tpot": kind.TPOT} {
+			if !(r.P10 > 0 && r.P10 <= r.P50 && r.P50 <= r.P90 && r.P90 < 1000) {
+				return fmt.Errorf("intervals.kinds.%s.%s: p10 %g, p50 %g, p90 %g must be positive, rising and under 1000", k, name, r.P10, r.P50, r.P90)
+			}
+		}
+	}
+	return nil
+}

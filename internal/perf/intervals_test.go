@@ -1,0 +1,67 @@
+package perf
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestRatioUpper(t *testing.T) {
+	r := Ratio{P10: 0.8, P50: 1.1, P90: 1.6}
+	if got := r.Upper(10, 0.9); math.Abs(got-16) > 1e-9 {
+		t.Errorf("upper at 0.9: %g, want P90 x 10 = 16", got)
+	}
+	if got := r.Upper(10, 0.5); math.Abs(got-11) > 1e-9 {
+		t.Errorf("upper at 0.5: %g, want the median x 10 = 11", got)
+	}
+	if lo, hi := r.Upper(10, 0.7), r.Upper(10, 0.95); !(lo > 11 && lo < 16 && hi > 16) {
+		t.Errorf("upper at 0.7 %g and 0.95 %g: want between the median and P90, and above P90", lo, hi)
+	}
+	if x := r.Interval(10); x != [2]float64{8, 16} {
+		t.Errorf("interval %v", x)
+	}
+}
+
+func TestNewRatioQuantiles(t *testing.T) {
+	var xs []float64
+	for i := range 101 {
+		xs = append(xs, float64(100-i)/100) // 1.00 down to 0.00, unsorted input
+	}
+	if r := NewRatio(xs); math.Abs(r.P10-0.1) > 1e-9 || math.Abs(r.P50-0.5) > 1e-9 || math.Abs(r.P90-0.9) > 1e-9 {
+		t.Errorf("quantiles %+v, want 0.1, 0.5, 0.9", r)
+	}
+}
+
+func TestIntervalsValidation(t *testing.T) {
+	good := Ratio{P10: 0.7, P50: 1, P90: 1.4}
+	for name, kind := range map[string]*IntervalKind{
+		"n must be":          {N: 0, TTFT: good, TPOT: good},
+		"tpot: p10":          {N: 30, TTFT: good, TPOT: Ratio{P10: 1.5, P50: 1, P90: 2}},
+		"ttft: p10 0":        {N: 30, TTFT: Ratio{P10: 0, P50: 1, P90: 2}, TPOT: good},
+		"ttft: p10 NaN":      {N: 30, TTFT: Ratio{P10: math.NaN(), P50: 1, P90: 2}, TPOT: good},
+		"tpot: p10 0.5, p50": {N: 30, TTFT: good, TPOT: Ratio{P10: 0.5, P50: 1, P90: math.Inf(1)}},
+	} {
+		p := MustDefaultParams().Clone()
+		p.Intervals = &Intervals{Kinds: map[string]*IntervalKind{"vllm/dense-agg": kind}}
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "intervals.kinds.vllm/dense-agg") || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+	p := MustDefaultParams().Clone()
+	p.Intervals = &Intervals{Kinds: map[string]*IntervalKind{"vllm/dense-agg": {N: 30, TTFT: good, TPOT: good}}}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// They survive a round trip through the file format.
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := ParseParams(b, "round trip")
+	if err != nil || q.Intervals.For("vllm/dense-agg") == nil || q.Intervals.For("vllm/dense-agg").TPOT != good {
+		t.Errorf("round trip: %v %+v", err, q)
+	}
+	if (*Intervals)(nil).For("vllm/dense-agg") != nil {
+		t.Error("no intervals: want nil")
+	}
+}
