@@ -120,6 +120,8 @@ func TestModelParameterCounts(t *testing.T) {
 		{"Qwen/Qwen3-235B-A22B", 235, 22.2, 192512},
 		{"mistralai/Mixtral-8x7B-v0.1", 46.7, 12.9, 131072},
 		{"deepseek-ai/DeepSeek-V3", 671, 37.5, 70272},
+		{"moonshotai/Kimi-K2.5", 1040, 32.6, 70272},
+		{"MiniMaxAI/MiniMax-M2.5", 229, 11, 253952}, // 10B active without its 1.2B of embeddings
 		// Small models for 4-24 GB devices (tied embeddings).
 		{"Qwen/Qwen3-0.6B", 0.6, 0.6, 114688},
 		{"Qwen/Qwen3-1.7B", 1.72, 1.72, 114688},
