@@ -195,7 +195,10 @@ func siliconCase(t *csvTable, row []string, resolve func(string) (bool, bool)) (
 		q.Concurrency = geti("batch_size")
 		q.TP, q.PP = geti("tp_size"), geti("pp_size")
 		if dp := geti("attention_dp_size"); dp > 1 {
-			return c, "attention data parallelism is not modelled", nil
+			// batch_size is per attention-DP rank: the benchmark ran
+			// batch_size x dp users (silicon_concurrency says so).
+			q.DP = dp
+			q.Concurrency *= dp
 		}
 		if ep := geti("moe_ep_size"); ep > 1 && !dense {
 			q.EP = ep
@@ -211,11 +214,9 @@ func siliconCase(t *csvTable, row []string, resolve func(string) (bool, bool)) (
 		if err == nil && (q.PrefillWorkers < 1 || q.DecodeWorkers < 1) {
 			return c, "disaggregated row without prefill and decode worker counts", nil
 		}
-		if geti("prefill_attention_dp_size") > 1 || geti("decode_attention_dp_size") > 1 {
-			return c, "attention data parallelism is not modelled", nil
-		}
-		if geti("prefill_moe_ep_size") > 1 || geti("decode_moe_ep_size") > 1 {
-			return c, "disaggregated expert parallelism is not modelled", nil
+		q.PrefillDP, q.DecodeDP = geti("prefill_attention_dp_size"), geti("decode_attention_dp_size")
+		if !dense {
+			q.PrefillEP, q.DecodeEP = geti("prefill_moe_ep_size"), geti("decode_moe_ep_size")
 		}
 	default:
 		return c, "", fmt.Errorf("column mode: %q is not agg or disagg", c.Mode)

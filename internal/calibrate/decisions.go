@@ -63,6 +63,8 @@ func LoadGridRows(path string) ([]GridRow, error) {
 		if r.TPOTms, err = t.num(row, "silicon_tpot_ms"); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", path, i+2, err)
 		}
+		// batch_size is per attention-DP rank.
+		r.Concurrency *= max(r.DP, 1)
 		if r.Concurrency < 1 || r.OSL < 1 || r.TTFTms <= 0 || r.TPOTms <= 0 {
 			continue // not a measurement: LoadSilicon reports these as skipped
 		}

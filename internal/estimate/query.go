@@ -15,21 +15,28 @@ import (
 // Query is one estimate request. JSON keys are the CLI flag names with "_"
 // for "-", so a JSONL file of queries reads like a list of command lines.
 type Query struct {
-	Model                string  `json:"model"`
-	GPU                  string  `json:"gpu"`
-	Slice                string  `json:"slice,omitempty"`
-	Precision            string  `json:"precision,omitempty"`
-	KVPrecision          string  `json:"kv_precision,omitempty"`
-	Backend              string  `json:"backend,omitempty"`
-	Mode                 string  `json:"mode,omitempty"`
-	TP                   int     `json:"tp,omitempty"`
-	PP                   int     `json:"pp,omitempty"`
-	EP                   int     `json:"ep,omitempty"`
+	Model       string `json:"model"`
+	GPU         string `json:"gpu"`
+	Slice       string `json:"slice,omitempty"`
+	Precision   string `json:"precision,omitempty"`
+	KVPrecision string `json:"kv_precision,omitempty"`
+	Backend     string `json:"backend,omitempty"`
+	Mode        string `json:"mode,omitempty"`
+	TP          int    `json:"tp,omitempty"`
+	PP          int    `json:"pp,omitempty"`
+	EP          int    `json:"ep,omitempty"`
+	// DP is attention data parallelism: ranks of tp GPUs with their own
+	// requests and cache, sharing the MoE layers (tp x dp GPUs per worker).
+	DP                   int     `json:"dp,omitempty"`
 	Workers              int     `json:"workers,omitempty"`
 	PrefillTP            int     `json:"prefill_tp,omitempty"`
 	DecodeTP             int     `json:"decode_tp,omitempty"`
 	PrefillPP            int     `json:"prefill_pp,omitempty"`
 	DecodePP             int     `json:"decode_pp,omitempty"`
+	PrefillEP            int     `json:"prefill_ep,omitempty"`
+	DecodeEP             int     `json:"decode_ep,omitempty"`
+	PrefillDP            int     `json:"prefill_dp,omitempty"`
+	DecodeDP             int     `json:"decode_dp,omitempty"`
 	PrefillWorkers       int     `json:"prefill_workers,omitempty"`
 	DecodeWorkers        int     `json:"decode_workers,omitempty"`
 	SameNode             *bool   `json:"same_node,omitempty"`
@@ -69,8 +76,12 @@ type Output struct {
 	KV        string `json:"kv_precision"`
 	TP        int    `json:"tp,omitempty"`
 	PP        int    `json:"pp,omitempty"`
+	EP        int    `json:"ep,omitempty"`
+	DP        int    `json:"dp,omitempty"`
 	PrefillTP int    `json:"prefill_tp,omitempty"`
 	DecodeTP  int    `json:"decode_tp,omitempty"`
+	PrefillDP int    `json:"prefill_dp,omitempty"`
+	DecodeDP  int    `json:"decode_dp,omitempty"`
 	Prefill   int    `json:"prefill_workers,omitempty"`
 	Decode    int    `json:"decode_workers,omitempty"`
 	Workers   int    `json:"workers,omitempty"`
@@ -167,15 +178,19 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		if q.PrefillTP != 0 || q.DecodeTP != 0 {
 			return nil, fmt.Errorf("prefill_tp/decode_tp: only with mode disagg; use tp for mode agg")
 		}
+		if q.PrefillDP != 0 || q.DecodeDP != 0 || q.PrefillEP != 0 || q.DecodeEP != 0 {
+			return nil, fmt.Errorf("prefill_dp/decode_dp/prefill_ep/decode_ep: only with mode disagg; use dp and ep for mode agg")
+		}
 		cfg := base
-		cfg.TP, cfg.PP = q.TP, q.PP
+		cfg.TP, cfg.PP, cfg.DP = q.TP, q.PP, q.DP
 		w, err := perf.NewWorker(cfg, env.Params)
 		if err != nil {
 			return nil, err
 		}
 		cfgUsed = w.Config()
-		out.TP, out.PP, out.Workers = cfgUsed.TP, cfgUsed.PP, max(q.Workers, 1)
-		res, err = serving.Aggregated(w, max(q.Workers, 1), wl, opt)
+		out.TP, out.PP, out.EP, out.DP, out.Workers = cfgUsed.TP, cfgUsed.PP, cfgUsed.EP, cfgUsed.DP, max(q.Workers, 1)
+		// Each attention-DP rank runs its own engine.
+		res, err = serving.Aggregated(w, max(q.Workers, 1)*cfgUsed.DP, wl, opt)
 		if err = fitHint(err, cfgUsed, env, q.ISL+q.OSL); err != nil && res == nil {
 			return nil, err
 		}
@@ -187,9 +202,18 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		if q.TP > 1 {
 			return nil, fmt.Errorf("tp: mode disagg takes prefill_tp and decode_tp instead")
 		}
+		if q.DP > 1 {
+			return nil, fmt.Errorf("dp: mode disagg takes prefill_dp and decode_dp instead")
+		}
 		pc, dc := base, base
-		pc.TP, pc.PP = max(q.PrefillTP, 1), q.PrefillPP
-		dc.TP, dc.PP = max(q.DecodeTP, 1), q.DecodePP
+		pc.TP, pc.PP, pc.DP = max(q.PrefillTP, 1), q.PrefillPP, q.PrefillDP
+		dc.TP, dc.PP, dc.DP = max(q.DecodeTP, 1), q.DecodePP, q.DecodeDP
+		if q.PrefillEP != 0 {
+			pc.EP = q.PrefillEP
+		}
+		if q.DecodeEP != 0 {
+			dc.EP = q.DecodeEP
+		}
 		pw, err := perf.NewWorker(pc, env.Params)
 		if err != nil {
 			return nil, fmt.Errorf("prefill: %w", err)
@@ -198,15 +222,16 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decode: %w", err)
 		}
-		same := pc.TP*q.PrefillWorkers+dc.TP*q.DecodeWorkers <= dev.GPU.MaxTP()
+		pdp, ddp := pw.Config().DP, dw.Config().DP
+		same := pc.TP*pdp*q.PrefillWorkers+dc.TP*ddp*q.DecodeWorkers <= dev.GPU.MaxTP()
 		if q.SameNode != nil {
 			same = *q.SameNode
 		}
 		cfgUsed = dw.Config()
-		out.PrefillTP, out.DecodeTP = pw.Config().TP, cfgUsed.TP
+		out.PrefillTP, out.DecodeTP, out.PrefillDP, out.DecodeDP = pw.Config().TP, cfgUsed.TP, pdp, ddp
 		out.Prefill, out.Decode = q.PrefillWorkers, q.DecodeWorkers
-		res, err = serving.Disaggregated(serving.Disagg{Prefill: pw, Decode: dw, PrefillWorkers: q.PrefillWorkers,
-			DecodeWorkers: q.DecodeWorkers, SameDomain: same}, wl, opt)
+		res, err = serving.Disaggregated(serving.Disagg{Prefill: pw, Decode: dw, PrefillWorkers: q.PrefillWorkers * pdp,
+			DecodeWorkers: q.DecodeWorkers * ddp, SameDomain: same}, wl, opt)
 		if err = fitHint(err, cfgUsed, env, q.ISL+q.OSL); err != nil && res == nil {
 			return nil, err
 		}

@@ -134,3 +134,40 @@ func TestRunIntervals(t *testing.T) {
 		t.Errorf("sglang has no measured spread: want no interval, got %v %v (%v)", out.TTFTInterval, out.TPOTInterval, err)
 	}
 }
+
+// Attention DP: a worker of tp x dp GPUs runs dp engines; disaggregated
+// pools take their own dp and ep; misplaced keys are errors naming them.
+func TestRunAttentionDP(t *testing.T) {
+	q := Defaults()
+	q.Model, q.GPU, q.Backend, q.Precision, q.TP, q.DP, q.EP, q.Concurrency = "deepseek-ai/DeepSeek-R1", "b200_sxm", "trtllm", "fp4", 1, 8, 8, 64
+	out, err := Run(env(), q, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.GPUs != 8 || out.DP != 8 || out.EP != 8 || out.TP != 1 {
+		t.Fatalf("tp1 dp8 ep8: %d GPUs, dp %d, ep %d, tp %d", out.GPUs, out.DP, out.EP, out.TP)
+	}
+	q.Mode, q.TP, q.DP, q.EP = "disagg", 0, 0, 0
+	q.PrefillTP, q.PrefillDP, q.PrefillEP, q.DecodeTP, q.DecodeDP, q.DecodeEP, q.PrefillWorkers, q.DecodeWorkers = 1, 4, 4, 1, 8, 8, 1, 1
+	d, err := Run(env(), q, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.GPUs != 12 || d.PrefillDP != 4 || d.DecodeDP != 8 {
+		t.Fatalf("disagg dp: %d GPUs (want 12), prefill dp %d, decode dp %d", d.GPUs, d.PrefillDP, d.DecodeDP)
+	}
+	for name, spoil := range map[string]func(q *Query){
+		"dp: mode disagg takes prefill_dp": func(q *Query) { q.DP = 2 },
+		"only with mode disagg":            func(q *Query) { q.Mode, q.PrefillWorkers = "agg", 1 },
+		"dp x workers: 64 x 32": func(q *Query) {
+			q.Mode, q.PrefillDP, q.DecodeDP, q.PrefillEP, q.DecodeEP, q.DP, q.Workers = "agg", 0, 0, 0, 0, 64, 32
+		},
+		"ep: 3 must divide tp x dp": func(q *Query) { q.DecodeEP = 3 },
+	} {
+		bad := q
+		spoil(&bad)
+		if _, err := Run(env(), bad, serving.Options{}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+}

@@ -23,12 +23,23 @@ func (q *Query) Validate() error {
 		{"tp", q.TP, maxParallel}, {"pp", q.PP, maxParallel}, {"ep", q.EP, maxParallel}, {"workers", q.Workers, maxParallel},
 		{"prefill_tp", q.PrefillTP, maxParallel}, {"decode_tp", q.DecodeTP, maxParallel}, {"prefill_pp", q.PrefillPP, maxParallel},
 		{"decode_pp", q.DecodePP, maxParallel}, {"prefill_workers", q.PrefillWorkers, maxParallel}, {"decode_workers", q.DecodeWorkers, maxParallel},
+		{"dp", q.DP, maxParallel}, {"prefill_dp", q.PrefillDP, maxParallel}, {"decode_dp", q.DecodeDP, maxParallel},
+		{"prefill_ep", q.PrefillEP, maxParallel}, {"decode_ep", q.DecodeEP, maxParallel},
 		{"max_batched_tokens", q.MaxBatchedTokens, MaxTokens}, {"max_seqs", q.MaxSeqs, MaxUsers},
 		{"requests_per_user", q.RequestsPerUser, maxRounds},
 	}
 	for _, f := range ints {
 		if f.v < 0 || f.v > f.max {
 			return fmt.Errorf("%s: %d must be 0 (the default) to %d", f.name, f.v, f.max)
+		}
+	}
+	// Each attention-DP rank of each worker is an engine to simulate.
+	for _, f := range []struct {
+		name     string
+		dp, reps int
+	}{{"dp x workers", q.DP, q.Workers}, {"prefill_dp x prefill_workers", q.PrefillDP, q.PrefillWorkers}, {"decode_dp x decode_workers", q.DecodeDP, q.DecodeWorkers}} {
+		if max(f.dp, 1)*max(f.reps, 1) > maxParallel {
+			return fmt.Errorf("%s: %d x %d engines; at most %d", f.name, max(f.dp, 1), max(f.reps, 1), maxParallel)
 		}
 	}
 	switch {

@@ -47,6 +47,10 @@ type Config struct {
 	TP, PP  int
 	// EP > 1 distributes experts over EP ranks (all-to-all) instead of splitting each expert by TP.
 	EP int
+	// DP > 1 is attention data parallelism: this worker is one of DP
+	// ranks of TP x PP GPUs that each run attention on their own requests
+	// and cache, while the MoE layers spread over all TP x DP GPUs.
+	DP int
 	// MaxBatchedTokens and MaxSeqs override the backend defaults when > 0.
 	MaxBatchedTokens int
 	MaxSeqs          int
@@ -54,7 +58,7 @@ type Config struct {
 	MemoryUtilization float64
 }
 
-// GPUs is the number of devices one worker uses.
+// GPUs is the number of devices one worker (one attention-DP rank) uses.
 func (c *Config) GPUs() int { return c.TP * c.PP }
 
 func (c *Config) normalise(p *Params) error {
@@ -92,6 +96,9 @@ func (c *Config) normalise(p *Params) error {
 	if c.EP == 0 {
 		c.EP = 1
 	}
+	if c.DP == 0 {
+		c.DP = 1
+	}
 	switch {
 	case c.TP < 1 || c.TP&(c.TP-1) != 0:
 		return fmt.Errorf("tp: %d must be a power of two (1, 2, 4, 8, ...)", c.TP)
@@ -99,18 +106,27 @@ func (c *Config) normalise(p *Params) error {
 		return fmt.Errorf("pp: %d must be >= 1", c.PP)
 	case c.PP > c.Model.Layers:
 		return fmt.Errorf("pp: %d exceeds the model's %d layers", c.PP, c.Model.Layers)
-	case c.EP < 1 || c.TP%c.EP != 0:
-		return fmt.Errorf("ep: %d must divide tp (%d)", c.EP, c.TP)
+	case c.DP < 1 || c.DP > 1024:
+		return fmt.Errorf("dp: %d must be 1 to 1024", c.DP)
+	case c.EP < 1 || (c.TP*c.DP)%c.EP != 0:
+		return fmt.Errorf("ep: %d must divide tp x dp (%d), the GPUs the experts spread over", c.EP, c.TP*c.DP)
 	case c.EP > 1 && c.Model.MoE == nil:
 		return fmt.Errorf("ep: %d needs a mixture-of-experts model; %s is dense", c.EP, c.Model.Name)
 	case c.EP > 1 && c.Model.MoE.Experts%c.EP != 0:
 		return fmt.Errorf("ep: %d must divide the %d experts", c.EP, c.Model.MoE.Experts)
 	}
-	if !c.Device.Whole() && c.TP*c.PP > 1 {
-		return fmt.Errorf("tp x pp = %d on %s: slices (MIG, vGPU) have no peer-to-peer links, so a worker on slices must use tp=1 pp=1", c.TP*c.PP, c.Device.Name())
+	if !c.Device.Whole() && c.TP*c.PP*c.DP > 1 {
+		return fmt.Errorf("tp x pp x dp = %d on %s: slices (MIG, vGPU) have no peer-to-peer links, so a worker on slices must use tp=1 pp=1 dp=1", c.TP*c.PP*c.DP, c.Device.Name())
 	}
-	if c.TP > c.Device.GPU.MaxTP() {
-		return fmt.Errorf("tp: %d exceeds the %d GPUs a %s node or NVLink domain has; use pp across nodes", c.TP, c.Device.GPU.MaxTP(), c.Device.GPU.Name)
+	// Tensor parallelism past one NVLink domain runs its all-reduces over
+	// the scale-out (RDMA) network of NVLink systems, in whole domains.
+	if g := c.Device.GPU; c.TP > g.MaxTP() {
+		switch dom := g.MaxTP(); {
+		case !g.HasNVLink():
+			return fmt.Errorf("tp: %d exceeds the %d GPUs a %s node has; use pp across nodes", c.TP, dom, g.Name)
+		case c.TP%dom != 0:
+			return fmt.Errorf("tp: %d spans %s NVLink domains of %d GPUs only in whole domains; use a multiple of %d, or pp across nodes", c.TP, g.Name, dom, dom)
+		}
 	}
 	if heads := c.Model.AttentionHeads; heads%c.TP != 0 {
 		return fmt.Errorf("tp: %d must divide the model's %d attention heads", c.TP, heads)

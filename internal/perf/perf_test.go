@@ -128,16 +128,21 @@ func TestConfigErrors(t *testing.T) {
 	moe, _ := c.Model("Qwen/Qwen3-30B-A3B")
 	slice, _ := c.Device("h100_sxm", "3g.40gb")
 	h100, _ := c.Device("h100_sxm", "")
+	gb200, _ := c.Device("gb200", "")
+	l40s, _ := c.Device("l40s", "")
 	p := MustDefaultParams()
 	cases := []struct {
 		cfg  Config
 		want string
 	}{
 		{Config{Model: m, Device: h100, TP: 3}, "power of two"},
-		{Config{Model: m, Device: h100, TP: 16}, "exceeds the 8 GPUs"},
+		{Config{Model: m, Device: l40s, TP: 16}, "exceeds the 8 GPUs"},
+		{Config{Model: m, Device: gb200, TP: 128}, "whole domains"},
 		{Config{Model: m, Device: slice, TP: 2}, "slices"},
+		{Config{Model: m, Device: slice, DP: 2}, "slices"},
 		{Config{Model: m, Device: h100, TP: 2, EP: 2}, "mixture-of-experts"},
-		{Config{Model: moe, Device: h100, TP: 4, EP: 3}, "must divide tp"},
+		{Config{Model: moe, Device: h100, TP: 4, EP: 3}, "must divide tp x dp"},
+		{Config{Model: moe, Device: h100, TP: 1, DP: 2000}, "dp: 2000"},
 		{Config{Model: m, Device: h100, MemoryUtilization: 1.5}, "gpu-memory-utilization"},
 	}
 	for _, tc := range cases {

@@ -37,7 +37,7 @@ type Worker struct {
 	be   *BackendParams
 	comm CommParams
 
-	tp, pp, ep     float64
+	tp, pp, ep, dp float64
 	layersPerStage float64
 	wBytes         float64
 	gemmPeak       float64 // FLOP/s achieved on large GEMMs
@@ -60,8 +60,13 @@ type Worker struct {
 	decodeCtxCost  float64  // seconds per context token, all layers
 	decodeSlidingC float64  // seconds per decode sequence for sliding layers
 	arLatency      float64  // seconds
+	a2aLatency     float64  // seconds, one all-to-all over the EP group
 	linkBW         float64  // bytes/s per direction between ranks
 	ops            *opModel // measured kernels, when given and covering the config
+	tpNetBW        float64  // bytes/s of an all-reduce ring that leaves the NVLink domain (0: it does not)
+	a2aNodeShare   float64  // share of all-to-all traffic that stays inside the NVLink domain
+	netBW          float64  // bytes/s per GPU over the scale-out network
+	netLatency     float64  // seconds
 }
 
 // NewWorker validates cfg and precomputes its cost coefficients.
@@ -71,7 +76,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	}
 	m, d := cfg.Model, cfg.Device
 	w := &Worker{cfg: cfg, fam: p.Families[d.GPU.Architecture], be: p.Backends[cfg.Backend], comm: p.Comm}
-	w.tp, w.pp, w.ep = float64(cfg.TP), float64(cfg.PP), float64(cfg.EP)
+	w.tp, w.pp, w.ep, w.dp = float64(cfg.TP), float64(cfg.PP), float64(cfg.EP), float64(cfg.DP)
 	w.layersPerStage = float64(m.Layers) / w.pp
 	w.wBytes = cfg.Weights.Bytes()
 	cp := d.GPU.ComputePrecision(cfg.Weights)
@@ -94,7 +99,8 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		w.moeLayerFrac = float64(m.MoELayers()) / layers
 		w.denseParams += w.moeLayerFrac * float64(m.MoE.SharedExperts) * m.ExpertParams() / w.tp
 		w.routedExperts = float64(m.MoE.Experts)
-		w.expertParams = m.ExpertParams() / w.tp
+		// Routed experts spread over the MoE group: the TP x DP GPUs.
+		w.expertParams = m.ExpertParams() / (w.tp * w.dp)
 		w.topK = float64(m.MoE.ExpertsPerToken)
 	}
 	w.lmHeadParams = float64(m.VocabSize) * w.hidden / w.tp
@@ -126,9 +132,20 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	w.decodeSlidingC = float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
 
 	w.linkBW = d.GPU.ScaleUpGBps() * 1e9 * p.Comm.AllReduceBusEfficiency
+	w.netBW, w.netLatency = p.Comm.NetworkGBps*1e9, p.Comm.NetworkLatencyUs*1e-6
 	if cfg.TP > 1 {
 		w.arLatency = w.be.AllReduceLatencyUs * 1e-6 * (0.75 + 0.25*math.Log2(w.tp))
 	}
+	if cfg.EP > 1 {
+		// Measured all-to-alls inside a node start at about an all-reduce's latency.
+		w.a2aLatency = w.be.AllReduceLatencyUs * 1e-6 * (0.75 + 0.25*math.Log2(w.ep))
+	}
+	dom := float64(d.GPU.MaxTP())
+	if w.tp > dom {
+		w.tpNetBW = w.netBW
+	}
+	// Expert all-to-all: the share of peers inside the NVLink domain.
+	w.a2aNodeShare = math.Min(1, dom/w.ep)
 	var err error
 	if w.ops, err = newOpModel(w, p); err != nil {
 		return nil, fmt.Errorf("kernel tables: %w", err)
@@ -233,22 +250,40 @@ func (w *Worker) lmHead(sampled float64) float64 {
 
 // moe is one MoE layer's routed-expert time: weights of every expert that at
 // least one token routes to are read; FLOPs follow the routed tokens.
+//
+// Under attention DP the experts serve every rank's tokens at once: the
+// DP ranks step together, so tokens is taken as one rank's and the group
+// routes DP times as many (ranks held balanced).
 func (w *Worker) moe(tokens float64) float64 {
+	t := w.moeCompute(tokens)
+	if w.ep > 1 {
+		// Dispatch and combine all-to-all over the expert-parallel group;
+		// the traffic to peers past the NVLink domain crosses the network.
+		bytes := tokens * w.topK * w.hidden * 2 * (w.ep - 1) / w.ep
+		move := bytes * w.a2aNodeShare / w.linkBW
+		lat := w.a2aLatency
+		if w.a2aNodeShare < 1 {
+			move = math.Max(move, bytes*(1-w.a2aNodeShare)/w.netBW)
+			lat += w.netLatency
+		}
+		t += 2 * (lat + move)
+	}
+	return t
+}
+
+// moeCompute is the routed experts' GEMMs of one rank's tokens (and the
+// other DP ranks' tokens its experts also serve).
+func (w *Worker) moeCompute(tokens float64) float64 {
 	e, k := w.routedExperts, w.topK
-	active := e * (1 - math.Pow(1-k/e, tokens))
-	rows := tokens * k / e
+	all := tokens * w.dp
+	active := e * (1 - math.Pow(1-k/e, all))
+	rows := all * k / e
 	if rows < 1 {
 		rows = 1
 	}
-	tc := 2 * tokens * k * w.expertParams / (w.gemmPeak * rows / (rows + gemmRowsHalf))
+	tc := 2 * all * k * w.expertParams / (w.gemmPeak * rows / (rows + gemmRowsHalf))
 	tm := active * w.expertParams * w.wBytes / w.gemmBW
-	t := smoothMax(tc, tm)
-	if w.ep > 1 {
-		// Dispatch and combine all-to-all over the expert-parallel group.
-		bytes := tokens * k * w.hidden * 2 * (w.ep - 1) / w.ep
-		t += 2 * (w.arLatency + bytes/w.linkBW)
-	}
-	return t
+	return smoothMax(tc, tm)
 }
 
 func (w *Worker) prefillAttention(b Batch) float64 {
@@ -270,10 +305,14 @@ func (w *Worker) allReduce(tokens float64) float64 {
 	return n * w.allReduceOnce(tokens)
 }
 
-// allReduceOnce is one ring all-reduce of tokens rows of activations.
+// allReduceOnce is one ring all-reduce of tokens rows of activations; a
+// ring past the NVLink domain runs at the network's rate.
 func (w *Worker) allReduceOnce(tokens float64) float64 {
 	if w.tp <= 1 {
 		return 0
+	}
+	if w.tpNetBW > 0 {
+		return w.arLatency + 2*w.netLatency + 2*(w.tp-1)/w.tp*tokens*w.hidden*2/w.tpNetBW
 	}
 	return w.arLatency + 2*(w.tp-1)/w.tp*tokens*w.hidden*2/w.linkBW
 }
