@@ -81,7 +81,8 @@ func TestMultiNodeTPAllReduce(t *testing.T) {
 	if across.tpNetBW == 0 || in.tpNetBW != 0 {
 		t.Fatalf("network ring: tp16 %g, tp8 %g", across.tpNetBW, in.tpNetBW)
 	}
-	if across.allReduceOnce(4096) < 5*in.allReduceOnce(4096) {
-		t.Errorf("a 4096-token all-reduce over two nodes %g s should be far slower than in one %g s", across.allReduceOnce(4096), in.allReduceOnce(4096))
+	// NCCL rings across nodes run at about a NIC's bus bandwidth.
+	if a := across.allReduceOnce(4096); a < 5*in.allReduceOnce(4096) {
+		t.Errorf("a 4096-token all-reduce over two nodes %g s should be far slower than in one %g s", a, in.allReduceOnce(4096))
 	}
 }

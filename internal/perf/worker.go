@@ -312,6 +312,7 @@ func (w *Worker) allReduceOnce(tokens float64) float64 {
 		return 0
 	}
 	if w.tpNetBW > 0 {
+		// NCCL's rings across nodes reach about one NIC's rate of bus bandwidth.
 		return w.arLatency + 2*w.netLatency + 2*(w.tp-1)/w.tp*tokens*w.hidden*2/w.tpNetBW
 	}
 	return w.arLatency + 2*(w.tp-1)/w.tp*tokens*w.hidden*2/w.linkBW
