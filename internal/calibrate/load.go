@@ -45,6 +45,18 @@ func LoadDir(dir string, cat *catalog.Catalog) (*Dataset, error) {
 	return ds, nil
 }
 
+// Unfitted is every case FitSet leaves out: the parameters never see them,
+// so any parameters' predictions of them are out of sample.
+func (d *Dataset) Unfitted() []Case {
+	var out []Case
+	for _, c := range d.Cases {
+		if !(c.Source == "max-throughput" || c.Dense && c.Mode == "agg") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // FitSet is the subset the parameters are fitted on: aggregated runs of
 // dense models and the max-throughput tables. MoE, disaggregated and
 // attention-DP runs depend on parallelism details the model simplifies and

@@ -77,9 +77,12 @@ func crossValidate(g *globals, env estimate.Env, ds *calibrate.Dataset, gridRows
 	if err != nil {
 		return cvReport{}, err
 	}
+	// Kinds no fit sees (MoE, disaggregated) are out of sample for the
+	// starting parameters themselves: their spread comes from those.
+	outOfSample := append(append([]calibrate.Prediction{}, res.HeldOut.Prediction...), calibrate.PredictWith(env, ds.Unfitted(), opt.Harness)...)
 	rep := cvReport{By: by, HeldOut: res.HeldOut, Start: start, Folds: res.Folds, Predictions: res.HeldOut.Prediction,
-		Intervals: calibrate.Intervals(res.HeldOut.Prediction, fmt.Sprintf("gpuplane calibrate --cv %s: held-out ratios of measured to predicted", by))}
-	if rep.Coverage, err = calibrate.CrossCoverage(res.HeldOut.Prediction, by, env); err != nil {
+		Intervals: calibrate.Intervals(outOfSample, fmt.Sprintf("gpuplane calibrate --cv %s: measured over predicted, fitted kinds held out by %s, the others under the starting parameters", by, by))}
+	if rep.Coverage, err = calibrate.CrossCoverage(outOfSample, by, env); err != nil {
 		return cvReport{}, err
 	}
 	// Decisions over the grids whose runs were all held out and predicted.

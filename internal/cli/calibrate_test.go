@@ -137,9 +137,13 @@ func TestCalibrateDecisions(t *testing.T) {
 	if err != nil || !strings.Contains(table, "grids answered in full") || !strings.Contains(table, "MEAN SHORTFALL") {
 		t.Fatalf("table: %v\n%s", err, table)
 	}
-	// Picking at a confidence needs the parameters' intervals.
-	if _, _, err := run(t, "calibrate", "decisions", "--data", dir, "--confidence", "0.9"); err == nil || !strings.Contains(err.Error(), "calibrate --cv --out") {
+	// Picking at a confidence needs the parameters' intervals: the
+	// embedded ones carry them, the uncalibrated prior does not.
+	if _, _, err := run(t, "--params", "../../hack/calibration-prior.yaml", "calibrate", "decisions", "--data", dir, "--confidence", "0.9"); err == nil || !strings.Contains(err.Error(), "calibrate --cv --out") {
 		t.Errorf("--confidence without intervals: %v", err)
+	}
+	if table, _, err := run(t, "calibrate", "decisions", "--data", dir, "--confidence", "0.9"); err != nil || !strings.Contains(table, "confidence 0.9") {
+		t.Errorf("--confidence 0.9 on the embedded intervals: %v\n%s", err, table)
 	}
 	if _, _, err := run(t, "calibrate", "decisions", "--data", dir, "--confidence", "1.5"); err == nil || !strings.Contains(err.Error(), "0.5 to 0.99") {
 		t.Errorf("--confidence 1.5: %v", err)

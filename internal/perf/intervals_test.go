@@ -65,3 +65,15 @@ func TestIntervalsValidation(t *testing.T) {
 		t.Error("no intervals: want nil")
 	}
 }
+
+// The embedded parameters carry held-out intervals for each backend's
+// dense aggregated runs, from enough runs to mean something.
+func TestDefaultParamsCarryIntervals(t *testing.T) {
+	iv := MustDefaultParams().Intervals
+	for _, b := range Backends {
+		k := iv.For(IntervalKey(b, false, "agg"))
+		if k == nil || k.N < 20 {
+			t.Errorf("%s dense agg: %+v, want an interval from at least 20 held-out runs", b, k)
+		}
+	}
+}
