@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuplane/gpuplane/internal/calibrate"
+	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/serving"
 )
@@ -38,6 +39,20 @@ func (r calibrationReport) Rows() [][]string {
 		rows = append(rows, row(g))
 	}
 	return rows
+}
+
+// calibrationEnv is the model and the benchmark harness a calibration
+// command predicts the measured runs with.
+func calibrationEnv(g *globals, harness string) (estimate.Env, serving.Harness, error) {
+	env, err := g.env()
+	if err != nil {
+		return env, "", err
+	}
+	h, err := serving.ParseHarness(harness)
+	if err != nil {
+		return env, "", fmt.Errorf("--harness: %w", err)
+	}
+	return env, h, nil
 }
 
 func pct(v float64) string {
@@ -73,13 +88,9 @@ parameter file given by --out.
 			if cv != "" && fit {
 				return fmt.Errorf("--cv fits each fold itself; leave out --fit")
 			}
-			env, err := g.env()
+			env, h, err := calibrationEnv(g, harness)
 			if err != nil {
 				return err
-			}
-			h, err := serving.ParseHarness(harness)
-			if err != nil {
-				return fmt.Errorf("--harness: %w", err)
 			}
 			ds, err := calibrate.LoadDir(dir, env.Catalog)
 			if err != nil {

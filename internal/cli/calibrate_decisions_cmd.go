@@ -11,7 +11,6 @@ import (
 	"github.com/gpuplane/gpuplane/internal/calibrate"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/perf"
-	"github.com/gpuplane/gpuplane/internal/serving"
 )
 
 // decisionTable is the decisions summary, overall and per backend; -o json
@@ -100,13 +99,9 @@ scores the model before any fit to them.
   gpuplane calibrate decisions --confidence 0.9`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, err := g.env()
+			env, h, err := calibrationEnv(g, harness)
 			if err != nil {
 				return err
-			}
-			h, err := serving.ParseHarness(harness)
-			if err != nil {
-				return fmt.Errorf("--harness: %w", err)
 			}
 			rows, err := calibrate.LoadGridRows(filepath.Join(dir, "silicon_calibration.csv"))
 			if err != nil {
