@@ -12,12 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/gpuplane/gpuplane/internal/testcluster"
 )
 
 var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {
+	// Clients built outside a manager log nothing the tests read; without a
+	// logger controller-runtime prints a stack trace per client instead.
+	ctrllog.SetLogger(logr.Discard())
 	ctx := context.Background()
 	t0 := time.Now()
 	c, err := testcluster.Start(ctx, testcluster.Options{})
