@@ -124,6 +124,7 @@ finalists re-run as whole deployments. With no flags it searches Qwen3-32B in fp
 	fl.IntVar(&r.Concurrency, "concurrency", 0, "concurrent users to serve (load-match, autoscale), instead of --request-rate")
 	fl.StringVar(&f.mode, "mode", "", "search only agg or disagg deployments (default: both)")
 	fl.IntVar(&r.Top, "top", 10, "candidates to list")
+	fl.Float64Var(&r.Confidence, "confidence", 0, "pick deployments whose SLA holds with this probability (0.5-0.99), from the held-out spread of the predictions (0: judge the predictions as they are)")
 	fl.BoolVar(&f.explain, "explain", false, "say why the winner wins and why the runners-up lose")
 	fl.StringVar(&f.emit, "emit", "", "write the chosen deployment as manifests to stdout instead of the result: k8s or dynamo")
 	fl.StringVar(&f.driver, "dra-driver", manifest.DriverGPUPlane, "DRA driver the claims select devices of: gpuplane (gpu.gpuplane.io) or nvidia (gpu.nvidia.com)")
@@ -173,6 +174,7 @@ func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Requ
 		override("request-rate", func() { fr.RequestRate, fr.Concurrency = r.RequestRate, 0 })
 		override("concurrency", func() { fr.Concurrency, fr.RequestRate = r.Concurrency, 0 })
 		override("pick", func() { fr.Pick = configure.Pick(f.pick) })
+		override("confidence", func() { fr.Confidence = r.Confidence })
 		fr.Top = r.Top
 		r = fr
 		if rf.VRAMMiB > 0 {
@@ -311,6 +313,9 @@ func writeConfigureTable(g *globals, res *configure.Result, explain bool) error 
 		fmt.Fprintf(w, ", E2E <= %g ms", res.SLA.E2Ems)
 	}
 	fmt.Fprintf(w, "; pick %s\n", res.Pick)
+	if c := res.SLAAtConfidence; c != nil {
+		fmt.Fprintf(w, "confidence %g: predictions held to TTFT <= %.0f ms, ITL <= %.1f ms (the held-out spread of such runs)\n", res.Confidence, c.TTFTms, c.ITLms)
+	}
 	if res.Unreachable != nil {
 		fmt.Fprintf(w, "UNREACHABLE: %s\n", res.Unreachable.Message)
 	}

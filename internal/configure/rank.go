@@ -158,13 +158,13 @@ func (s *search) limit(e *engine, pt Point) string {
 		var over []string
 		sl := s.r.SLA
 		if sl.ITLms > 0 && nx.ITLms > sl.ITLms {
-			over = append(over, fmt.Sprintf("ITL %.1f ms > %g", nx.ITLms, sl.ITLms))
+			over = append(over, fmt.Sprintf("ITL %.1f ms > %.4g", nx.ITLms, sl.ITLms))
 		}
 		if e.role == "agg" && sl.TTFTms > 0 && nx.TTFTms > sl.TTFTms {
-			over = append(over, fmt.Sprintf("TTFT %.0f ms > %g", nx.TTFTms, sl.TTFTms))
+			over = append(over, fmt.Sprintf("TTFT %.0f ms > %.4g", nx.TTFTms, sl.TTFTms))
 		}
 		if e.role == "agg" && sl.E2Ems > 0 && nx.E2Ems > sl.E2Ems {
-			over = append(over, fmt.Sprintf("E2E %.0f ms > %g", nx.E2Ems, sl.E2Ems))
+			over = append(over, fmt.Sprintf("E2E %.0f ms > %.4g", nx.E2Ems, sl.E2Ems))
 		}
 		if len(over) > 0 {
 			return fmt.Sprintf("batch %d (%d would miss: %s)", pt.Concurrency, nx.Concurrency, strings.Join(over, ", "))

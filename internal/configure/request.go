@@ -92,6 +92,9 @@ type Request struct {
 	Modes []string `json:"modes,omitempty"`
 	// Top is how many ranked candidates the result lists (default 10).
 	Top int `json:"top,omitempty"`
+	// Confidence (0.5-0.99, 0: none) asks for deployments whose SLA holds
+	// with that probability, from the parameters' held-out intervals.
+	Confidence float64 `json:"confidence,omitempty"`
 }
 
 // Validate checks the request and names the field to fix.
@@ -121,6 +124,8 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("budget: maxGpus %g and maxCostPerHour %g must be finite and >= 0", r.MaxGPUs, r.MaxCostPerHour)
 	case r.Top < 0:
 		return fmt.Errorf("top: %d must be >= 0", r.Top)
+	case r.Confidence != 0 && !(r.Confidence >= 0.5 && r.Confidence <= 0.99):
+		return fmt.Errorf("confidence: %g, want 0.5 to 0.99 (the chance the SLA holds), or 0 to judge the predictions as they are", r.Confidence)
 	}
 	if err := slo.CheckPercentile("sla.ttftPercentile", r.SLA.TTFTPercentile); err != nil {
 		return err

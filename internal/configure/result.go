@@ -104,6 +104,10 @@ type Result struct {
 	ISL        int    `json:"isl"`
 	OSL        int    `json:"osl"`
 	SLA        SLA    `json:"sla"`
+	// Confidence and SLAAtConfidence: with a confidence, the targets the
+	// predictions were held to so that measured runs meet SLA that often.
+	Confidence      float64 `json:"confidence,omitempty"`
+	SLAAtConfidence *SLA    `json:"sla_at_confidence,omitempty"`
 	// Judged names the statistics the SLA judges, e.g. "ttft p90, itl mean".
 	Judged     string        `json:"judged"`
 	Pick       Pick          `json:"pick"`

@@ -59,6 +59,14 @@ func Search(env Env, req Request, opt Options) (*Result, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	asked := r.SLA
+	if r.Confidence > 0 {
+		s, err := atConfidence(env, &r)
+		if err != nil {
+			return nil, err
+		}
+		r.SLA = s
+	}
 	kinds, engines, err := resolve(env, &r)
 	if err != nil {
 		return nil, err
@@ -81,6 +89,11 @@ func Search(env Env, req Request, opt Options) (*Result, error) {
 	}
 	res := s.result(deps)
 	res.Checkpoint = checkpoint
+	if r.Confidence > 0 {
+		// The result states the SLA asked for, and what the predictions met.
+		judged := r.SLA
+		res.SLA, res.Confidence, res.SLAAtConfidence = asked, r.Confidence, &judged
+	}
 	s.explain(res)
 	return res, nil
 }
