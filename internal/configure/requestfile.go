@@ -55,6 +55,8 @@ type servingRequest struct {
 		} `json:"budget,omitempty"`
 		Pick  Pick     `json:"pick,omitempty"`
 		Modes []string `json:"modes,omitempty"`
+		// Confidence: the chance the SLA holds on the model's held-out spread.
+		Confidence float64 `json:"confidence,omitempty"`
 	} `json:"spec"`
 }
 
@@ -168,7 +170,7 @@ func parseServingRequest(data []byte, name string) (*File, error) {
 	r := Request{Model: s.Model, Precision: s.Precision, KVPrecision: s.KVPrecision, Backend: s.Backend,
 		ISL: s.Workload.ISL, OSL: s.Workload.OSL, RequestRate: s.Workload.RequestRate, Concurrency: s.Workload.Concurrency,
 		SLA: s.SLA, Pool: s.Hardware.Pool, MaxGPUs: s.Budget.MaxGPUs, MaxCostPerHour: s.Budget.MaxCostPerHour,
-		Pick: s.Pick, Modes: s.Modes}
+		Pick: s.Pick, Modes: s.Modes, Confidence: s.Confidence}
 	h := s.Hardware
 	switch {
 	case h.GPU != "" && len(h.Pool) > 0:

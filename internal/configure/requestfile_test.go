@@ -94,11 +94,12 @@ func TestRequestFileErrors(t *testing.T) {
 		{"dgdr latency", dg(hw + "  sla: {optimizationType: latency}\n"), "spec.sla.optimizationType"},
 		{"dgdr unknown", dg(hw + "  planner: {}\n"), "unknown field \"spec.planner\""},
 		{"dgdr bad backend", dg(hw + "  backend: tgi\n"), "backend"},
+		{"confidence out of range", sr("  model: Qwen/Qwen3-8B\n  workload: {isl: 10, osl: 10}\n  sla: {ttft: 100}\n  hardware: {gpu: l4, totalGpus: 1}\n  confidence: 2\n"), "confidence: 2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := ParseFile([]byte(tc.doc))
-			if err == nil && tc.want == "backend" {
+			if err == nil && (tc.want == "backend" || strings.HasPrefix(tc.want, "confidence")) {
 				_, err = Search(testEnv(), f.Request, Options{})
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
