@@ -63,8 +63,8 @@ func (t estimateTable) Rows() [][]string {
 		[]string{"ttft", fmt.Sprintf("%.1f ms (p50 %.1f, p99 %.1f)", o.TTFTms, o.TTFTP50ms, o.TTFTP99ms)},
 		[]string{"tpot", fmt.Sprintf("%.2f ms (p99 %.2f)", o.TPOTms, o.TPOTP99ms)})
 	if o.TTFTInterval != nil && o.TPOTInterval != nil {
-		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms, tpot %.2f-%.2f ms (held-out errors of %s runs)",
-			o.TTFTInterval[0], o.TTFTInterval[1], o.TPOTInterval[0], o.TPOTInterval[1], o.Backend)})
+		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms, tpot %.2f-%.2f ms (where measured %s runs landed, held out)",
+			o.TTFTInterval[0], o.TTFTInterval[1], o.TPOTInterval[0], o.TPOTInterval[1], o.IntervalKind)})
 	}
 	return append(rows,
 		[]string{"output tokens/s", fmt.Sprintf("%.0f (%.0f per GPU, %.1f per user)", o.OutputTokensPerS, o.OutputTokensPerSPerGPU, o.OutputTokensPerSPerUser)},

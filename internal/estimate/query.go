@@ -92,7 +92,9 @@ type Output struct {
 	// held-out errors of this kind of query, when the parameters carry them.
 	TTFTInterval *[2]float64 `json:"ttft_ms_interval,omitempty"`
 	TPOTInterval *[2]float64 `json:"tpot_ms_interval,omitempty"`
-	Error        string      `json:"error,omitempty"`
+	// IntervalKind names the kind of measured runs the intervals come from.
+	IntervalKind string `json:"interval_kind,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 // withIntervals attaches the held-out intervals of the query's kind.
@@ -100,12 +102,13 @@ func (o *Output) withIntervals(p *perf.Params, b perf.Backend, moe bool, mode st
 	if o.Result == nil || p == nil {
 		return
 	}
-	k := p.Intervals.For(perf.IntervalKey(b, moe, mode))
+	key := perf.IntervalKey(b, moe, mode)
+	k := p.Intervals.For(key)
 	if k == nil {
 		return
 	}
 	ttft, tpot := k.TTFT.Interval(o.TTFTms), k.TPOT.Interval(o.TPOTms)
-	o.TTFTInterval, o.TPOTInterval = &ttft, &tpot
+	o.TTFTInterval, o.TPOTInterval, o.IntervalKind = &ttft, &tpot, key
 }
 
 // BaseConfig resolves the query's model, device, backend, precisions and
