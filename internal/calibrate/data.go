@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -102,14 +103,18 @@ func (t *csvTable) num(row []string, col string) (float64, error) {
 		return 0, nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, fmt.Errorf("column %s: %q is not a number", col, s)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("column %s: %q is not a finite number", col, s)
 	}
 	return v, nil
 }
 
+// int reads a whole number within what a measured run can hold.
 func (t *csvTable) int(row []string, col string) (int, error) {
 	v, err := t.num(row, col)
+	if err == nil && (v != math.Trunc(v) || math.Abs(v) > 1e9) {
+		return 0, fmt.Errorf("column %s: %g is not a whole number up to 1e9", col, v)
+	}
 	return int(v), err
 }
 

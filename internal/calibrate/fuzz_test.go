@@ -1,0 +1,40 @@
+package calibrate
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The calibration CSV readers take any file: an error, never a panic or a
+// row that is not a measurement.
+func FuzzLoadCSV(f *testing.F) {
+	head := "id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,attention_dp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n"
+	f.Add(head + "a,source_file=x.csv; silicon_concurrency=8,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1000,100,8,1,1,,,120.5,9.5\n")
+	f.Add(head + "b,x,trtllm,deepseek-ai/DeepSeek-R1,b200_sxm,fp4,agg,1024,1024,4,1,1,8,8,300,20\n")
+	f.Add(head + "c,x,vllm,m,g,,disagg,1,1,,,,,,1,1\n")
+	f.Add("id\n\"unterminated\n")
+	f.Add(head + "d,x,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1e300,-5,NaN,0,1,1,1,-1,Inf\n")
+	resolve := func(string) (bool, bool) { return true, true }
+	f.Fuzz(func(t *testing.T, data string) {
+		path := filepath.Join(t.TempDir(), "runs.csv")
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if cases, _, err := LoadSilicon(path, resolve); err == nil {
+			for _, c := range cases {
+				if c.TTFTms <= 0 || c.TPOTms <= 0 || c.Query.Concurrency < 1 {
+					t.Fatalf("case %+v is not a measurement", c)
+				}
+			}
+		}
+		if rows, err := LoadGridRows(path); err == nil {
+			for _, r := range rows {
+				if r.TTFTms <= 0 || r.TPOTms <= 0 || r.Concurrency < 1 || r.OSL < 1 {
+					t.Fatalf("grid row %+v is not a measurement", r)
+				}
+			}
+		}
+		_, _, _ = LoadMaxThroughput(path, resolve, func(string) bool { return true })
+	})
+}
