@@ -162,6 +162,28 @@ func TestFitRecoversPerturbedParameters(t *testing.T) {
 	}
 }
 
+// A small evaluation budget still fits (fewer restarts), and one too
+// small to build the simplex is an error, not a silent no-op.
+func TestFitBudgets(t *testing.T) {
+	ds, env := loadShared(t)
+	var cases []Case
+	for _, c := range ds.FitSet() {
+		if c.Source == "silicon" && len(cases) < 10 {
+			cases = append(cases, c)
+		}
+	}
+	if _, err := Fit(env, env.Params, cases, FitOptions{MaxEvaluations: 3}); err == nil || !strings.Contains(err.Error(), "--max-evals") {
+		t.Errorf("3 evaluations: %v", err)
+	}
+	res, err := Fit(env, env.Params, cases, FitOptions{MaxEvaluations: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Evaluations < len(Knobs())+2 || res.Evaluations > 80 {
+		t.Errorf("80-evaluation budget ran %d evaluations", res.Evaluations)
+	}
+}
+
 // TestNoSingleHarnessFitsTheDenseRows pins the evidence behind the dense
 // TTFT target (docs/PERFORMANCE-MODEL.md): the measured runs were taken by
 // clients that stamp requests differently. The Llama-3.1-8B TensorRT-LLM

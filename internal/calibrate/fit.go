@@ -141,6 +141,12 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 		opt.MaxEvaluations = 1500
 	}
 	knobs := Knobs()
+	// One Nelder-Mead run needs its simplex (one evaluation a knob, plus
+	// one) and a step; fewer evaluations would fit nothing.
+	if least := len(knobs) + 3; opt.MaxEvaluations < least {
+		return nil, fmt.Errorf("fit: max evaluations %d cannot build the simplex over %d parameters; give at least %d (--max-evals)",
+			opt.MaxEvaluations, len(knobs), least)
+	}
 	x0 := make([]float64, len(knobs))
 	for i, k := range knobs {
 		x0[i] = math.Log(k.get(start))
@@ -165,13 +171,16 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 	// Nelder-Mead shrinks its simplex as it goes; in 30-odd dimensions it
 	// then crawls. Restarting from the best point with a fresh simplex,
 	// wide first and narrower later, finds far better minima per evaluation.
+	// A small budget runs fewer restarts, never none.
 	x, f := x0, initial
-	for i, size := range []float64{0.4, 0.2, 0.1, 0.05} {
-		budget := opt.MaxEvaluations / 4
-		if i == 3 {
-			budget = opt.MaxEvaluations - evals
+	sizes := []float64{0.4, 0.2, 0.1, 0.05}
+	for i, size := range sizes {
+		left := opt.MaxEvaluations - evals
+		budget := max(opt.MaxEvaluations/len(sizes), 2*len(knobs))
+		if i == len(sizes)-1 || budget > left || left-budget < len(knobs)+2 {
+			budget = left
 		}
-		if budget < 2*len(knobs) {
+		if budget < len(knobs)+2 {
 			break
 		}
 		res, err := optimize.Minimize(optimize.Problem{Func: objective}, x,

@@ -195,7 +195,7 @@ func TestCalibrateCVIntervals(t *testing.T) {
 	}
 	f.Close()
 	params := filepath.Join(dir, "params.yaml")
-	out, _, err := run(t, "calibrate", "--data", dir, "--cv", "campaign", "--max-evals", "3", "--out", params, "-o", "json")
+	out, _, err := run(t, "calibrate", "--data", dir, "--cv", "campaign", "--max-evals", "40", "--out", params, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
