@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // GridRow is one measured aggregated run, read whether or not the model
@@ -149,7 +151,7 @@ func Decide(rows []GridRow, preds []Prediction) DecisionReport {
 		rep.Unanswered += unanswered
 		sort.Float64s(tpots)
 		for q := 1; q <= 3; q++ {
-			limit := quantileSorted(tpots, float64(q)/4)
+			limit := perf.Quantile(tpots, float64(q)/4)
 			d := Decision{Grid: g, LimitTPOTms: limit, Quartile: q, Choices: len(rs), Unanswered: unanswered}
 			bestPred := -1.0
 			var pick *GridRow
@@ -199,15 +201,4 @@ func Decide(rows []GridRow, preds []Prediction) DecisionReport {
 		rep.MeanShortfall = shortSum / float64(shortN)
 	}
 	return rep
-}
-
-// quantileSorted interpolates linearly between the order statistics.
-func quantileSorted(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(xs)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(xs)-1)
-	return xs[lo] + (pos-float64(lo))*(xs[hi]-xs[lo])
 }

@@ -64,13 +64,19 @@ func (r Ratio) Upper(pred, confidence float64) float64 {
 func NewRatio(ratios []float64) Ratio {
 	s := append([]float64(nil), ratios...)
 	sort.Float64s(s)
-	q := func(p float64) float64 {
-		pos := p * float64(len(s)-1)
-		lo := int(math.Floor(pos))
-		hi := min(lo+1, len(s)-1)
-		return s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
+	return Ratio{P10: Quantile(s, 0.1), P50: Quantile(s, 0.5), P90: Quantile(s, 0.9)}
+}
+
+// Quantile of sorted xs, interpolating linearly between the order
+// statistics; NaN when there are none.
+func Quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
 	}
-	return Ratio{P10: q(0.1), P50: q(0.5), P90: q(0.9)}
+	pos := q * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (pos-float64(lo))*(sorted[hi]-sorted[lo])
 }
 
 func (iv *Intervals) validate() error {

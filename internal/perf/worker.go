@@ -63,7 +63,7 @@ type Worker struct {
 	a2aLatency     float64  // seconds, one all-to-all over the EP group
 	linkBW         float64  // bytes/s per direction between ranks
 	ops            *opModel // measured kernels, when given and covering the config
-	tpNetBW        float64  // bytes/s of an all-reduce ring that leaves the NVLink domain (0: it does not)
+	tpAcrossNodes  bool     // the tensor-parallel ring leaves the NVLink domain
 	a2aNodeShare   float64  // share of all-to-all traffic that stays inside the NVLink domain
 	netBW          float64  // bytes/s per GPU over the scale-out network
 	netLatency     float64  // seconds
@@ -133,17 +133,17 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 
 	w.linkBW = d.GPU.ScaleUpGBps() * 1e9 * p.Comm.AllReduceBusEfficiency
 	w.netBW, w.netLatency = p.Comm.NetworkGBps*1e9, p.Comm.NetworkLatencyUs*1e-6
-	if cfg.TP > 1 {
-		w.arLatency = w.be.AllReduceLatencyUs * 1e-6 * (0.75 + 0.25*math.Log2(w.tp))
+	// A collective's latency grows with log2 of its ranks; measured
+	// all-to-alls inside a node start at about an all-reduce's latency.
+	collective := func(ranks float64) float64 {
+		if ranks <= 1 {
+			return 0
+		}
+		return w.be.AllReduceLatencyUs * 1e-6 * (0.75 + 0.25*math.Log2(ranks))
 	}
-	if cfg.EP > 1 {
-		// Measured all-to-alls inside a node start at about an all-reduce's latency.
-		w.a2aLatency = w.be.AllReduceLatencyUs * 1e-6 * (0.75 + 0.25*math.Log2(w.ep))
-	}
+	w.arLatency, w.a2aLatency = collective(w.tp), collective(w.ep)
 	dom := float64(d.GPU.MaxTP())
-	if w.tp > dom {
-		w.tpNetBW = w.netBW
-	}
+	w.tpAcrossNodes = w.tp > dom
 	// Expert all-to-all: the share of peers inside the NVLink domain.
 	w.a2aNodeShare = math.Min(1, dom/w.ep)
 	var err error
@@ -311,11 +311,12 @@ func (w *Worker) allReduceOnce(tokens float64) float64 {
 	if w.tp <= 1 {
 		return 0
 	}
-	if w.tpNetBW > 0 {
+	lat, bw := w.arLatency, w.linkBW
+	if w.tpAcrossNodes {
 		// NCCL's rings across nodes reach about one NIC's rate of bus bandwidth.
-		return w.arLatency + 2*w.netLatency + 2*(w.tp-1)/w.tp*tokens*w.hidden*2/w.tpNetBW
+		lat, bw = lat+2*w.netLatency, w.netBW
 	}
-	return w.arLatency + 2*(w.tp-1)/w.tp*tokens*w.hidden*2/w.linkBW
+	return lat + 2*(w.tp-1)/w.tp*tokens*w.hidden*2/bw
 }
 
 // smoothMax blends the two roofline limbs: kernels near the ridge point run
