@@ -65,18 +65,10 @@ func CrossValidate(env estimate.Env, start *perf.Params, cases []Case, by string
 	if err != nil {
 		return nil, err
 	}
-	groups := map[string][]Case{}
-	for _, c := range cases {
-		groups[key(c)] = append(groups[key(c)], c)
-	}
+	names, groups := groupBy(cases, key)
 	if len(groups) < 2 {
 		return nil, fmt.Errorf("--cv %s: the cases form %d group; cross-validation needs at least 2", by, len(groups))
 	}
-	names := make([]string, 0, len(groups))
-	for g := range groups {
-		names = append(names, g)
-	}
-	sort.Strings(names)
 	if opt.Harness == "" {
 		opt.Harness = DefaultHarness
 	}
@@ -109,4 +101,19 @@ func CrossValidate(env estimate.Env, start *perf.Params, cases []Case, by string
 	}
 	res.HeldOut = Summarise(held, 0)
 	return res, nil
+}
+
+// groupBy splits xs by key and lists the keys in order.
+func groupBy[T any](xs []T, key func(T) string) ([]string, map[string][]T) {
+	groups := map[string][]T{}
+	for _, x := range xs {
+		k := key(x)
+		groups[k] = append(groups[k], x)
+	}
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	return names, groups
 }

@@ -124,18 +124,25 @@ var concurrencyRe = regexp.MustCompile(`(?:silicon_concurrency=|_c)(\d+)`)
 // calibration/silicon_calibration.csv). Rows whose configuration the model
 // cannot express are returned as skipped with the reason, never dropped silently.
 func LoadSilicon(path string, resolve func(model string) (dense bool, ok bool)) ([]Case, []Skipped, error) {
-	t, err := readCSV(path, "id", "backend", "model_path", "system", "mode", "isl", "osl",
-		"silicon_ttft_ms", "silicon_tpot_ms")
+	t, err := readSilicon(path)
 	if err != nil {
 		return nil, nil, err
 	}
+	return siliconCases(t, resolve)
+}
+
+func readSilicon(path string) (*csvTable, error) {
+	return readCSV(path, "id", "backend", "model_path", "system", "mode", "isl", "osl", "silicon_ttft_ms", "silicon_tpot_ms")
+}
+
+func siliconCases(t *csvTable, resolve func(model string) (dense bool, ok bool)) ([]Case, []Skipped, error) {
 	var cases []Case
 	var skipped []Skipped
 	for i, row := range t.rows {
 		line := i + 2
 		c, reason, err := siliconCase(t, row, resolve)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s line %d: %w", path, line, err)
+			return nil, nil, fmt.Errorf("%s line %d: %w", t.path, line, err)
 		}
 		if reason != "" {
 			skipped = append(skipped, Skipped{Line: line, ID: t.get(row, "id"), Reason: reason})

@@ -40,6 +40,11 @@ func LoadGridRows(path string) ([]GridRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	return gridRows(t)
+}
+
+func gridRows(t *csvTable) ([]GridRow, error) {
+	var err error
 	var out []GridRow
 	for i, row := range t.rows {
 		if t.get(row, "mode") != "agg" {
@@ -56,14 +61,14 @@ func LoadGridRows(path string) ([]GridRow, error) {
 			dst *int
 		}{{"isl", &isl}, {"osl", &r.OSL}, {"batch_size", &r.Concurrency}, {"tp_size", &r.TP}, {"pp_size", &r.PP}, {"attention_dp_size", &r.DP}} {
 			if *f.dst, err = t.int(row, f.col); err != nil {
-				return nil, fmt.Errorf("%s line %d: %w", path, i+2, err)
+				return nil, fmt.Errorf("%s line %d: %w", t.path, i+2, err)
 			}
 		}
 		if r.TTFTms, err = t.num(row, "silicon_ttft_ms"); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, i+2, err)
+			return nil, fmt.Errorf("%s line %d: %w", t.path, i+2, err)
 		}
 		if r.TPOTms, err = t.num(row, "silicon_tpot_ms"); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, i+2, err)
+			return nil, fmt.Errorf("%s line %d: %w", t.path, i+2, err)
 		}
 		// batch_size is per attention-DP rank.
 		r.Concurrency *= max(r.DP, 1)
@@ -100,18 +105,50 @@ type Decision struct {
 	Shortfall float64 `json:"shortfall"`
 }
 
-// DecisionReport is every decision and how often they went wrong.
-type DecisionReport struct {
-	Grids      int `json:"grids"`
+// Tally is how often a set of decisions went wrong.
+type Tally struct {
 	Decisions  int `json:"decisions"`
 	Misses     int `json:"misses"`
 	NothingFit int `json:"nothing_predicted_to_fit"`
+	// MissRate is Misses over Decisions; MeanShortfall is over the
+	// Decisions - Misses picks that meet their limit.
+	MissRate      float64 `json:"miss_rate"`
+	MeanShortfall float64 `json:"mean_shortfall"`
+}
+
+// TallyOf counts the misses and averages the shortfall of items.
+func TallyOf(items []Decision) Tally {
+	var t Tally
+	short := 0.0
+	for _, d := range items {
+		t.Decisions++
+		switch {
+		case d.Miss && d.Pick == "":
+			t.Misses++
+			t.NothingFit++
+		case d.Miss:
+			t.Misses++
+		default:
+			short += d.Shortfall
+		}
+	}
+	if t.Decisions > 0 {
+		t.MissRate = float64(t.Misses) / float64(t.Decisions)
+	}
+	if met := t.Decisions - t.Misses; met > 0 {
+		t.MeanShortfall = short / float64(met)
+	}
+	return t
+}
+
+// DecisionReport is every decision and how often they went wrong.
+type DecisionReport struct {
+	Grids int `json:"grids"`
+	Tally
 	// Unanswered is grid rows the model gave no prediction for (they can
 	// be the best choice, never the pick).
-	Unanswered    int        `json:"unanswered_rows"`
-	MissRate      float64    `json:"miss_rate"`
-	MeanShortfall float64    `json:"mean_shortfall"`
-	Items         []Decision `json:"items"`
+	Unanswered int        `json:"unanswered_rows"`
+	Items      []Decision `json:"items"`
 }
 
 // Decide makes, for each grid of at least two rows and each TPOT limit at
@@ -124,21 +161,13 @@ func Decide(rows []GridRow, preds []Prediction) DecisionReport {
 			byID[p.ID] = p
 		}
 	}
-	grids := map[string][]GridRow{}
-	for _, r := range rows {
-		grids[r.Grid] = append(grids[r.Grid], r)
-	}
-	names := make([]string, 0, len(grids))
-	for g, rs := range grids {
-		if len(rs) >= 2 {
-			names = append(names, g)
-		}
-	}
-	sort.Strings(names)
+	names, grids := groupBy(rows, func(r GridRow) string { return r.Grid })
 	var rep DecisionReport
-	shortSum, shortN := 0.0, 0
 	for _, g := range names {
 		rs := grids[g]
+		if len(rs) < 2 {
+			continue // one run is no choice
+		}
 		rep.Grids++
 		tpots := make([]float64, len(rs))
 		unanswered := 0
@@ -172,11 +201,9 @@ func Decide(rows []GridRow, preds []Prediction) DecisionReport {
 			if d.Best == "" {
 				continue // nothing measured meets it: no decision to score
 			}
-			rep.Decisions++
 			switch {
 			case pick == nil:
 				d.Miss = true
-				rep.NothingFit++
 			default:
 				d.Pick, d.PickTPOTms = pick.ID, pick.TPOTms
 				d.PickTokensPerGPU = tokensPerGPU(pick.Concurrency, pick.OSL, pick.GPUs(), pick.TTFTms, pick.TPOTms)
@@ -184,21 +211,11 @@ func Decide(rows []GridRow, preds []Prediction) DecisionReport {
 					d.Miss = true
 				} else {
 					d.Shortfall = math.Max(0, 1-d.PickTokensPerGPU/d.BestTokensPerGPU)
-					shortSum += d.Shortfall
-					shortN++
 				}
-			}
-			if d.Miss {
-				rep.Misses++
 			}
 			rep.Items = append(rep.Items, d)
 		}
 	}
-	if rep.Decisions > 0 {
-		rep.MissRate = float64(rep.Misses) / float64(rep.Decisions)
-	}
-	if shortN > 0 {
-		rep.MeanShortfall = shortSum / float64(shortN)
-	}
+	rep.Tally = TallyOf(rep.Items)
 	return rep
 }

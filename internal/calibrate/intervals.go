@@ -1,12 +1,19 @@
 package calibrate
 
 import (
-	"fmt"
-	"sort"
-
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
+
+// IntervalKey is the kind of query c is, as perf.Intervals keys it;
+// false for a backend the model does not know.
+func (c Case) IntervalKey() (string, bool) {
+	be, err := perf.ParseBackend(c.Backend)
+	if err != nil {
+		return "", false
+	}
+	return perf.IntervalKey(be, !c.Dense, c.Mode), true
+}
 
 // MinIntervalRuns is the fewest held-out runs a kind of query needs for
 // its interval: fewer would make the 10th and 90th percentiles noise.
@@ -23,11 +30,10 @@ func Intervals(preds []Prediction, source string) *perf.Intervals {
 		if p.Err != "" || p.Source != "silicon" || p.TTFTms <= 0 || p.TPOTms <= 0 || p.PredTTFTms <= 0 || p.PredTPOTms <= 0 {
 			continue
 		}
-		be, err := perf.ParseBackend(p.Backend)
-		if err != nil {
+		k, ok := p.IntervalKey()
+		if !ok {
 			continue
 		}
-		k := perf.IntervalKey(be, !p.Dense, p.Mode)
 		if kinds[k] == nil {
 			kinds[k] = &acc{}
 		}
@@ -67,12 +73,9 @@ func IntervalCoverage(iv *perf.Intervals, preds []Prediction) Coverage {
 		if p.Err != "" || p.Source != "silicon" || p.TTFTms <= 0 || p.TPOTms <= 0 {
 			continue
 		}
-		be, err := perf.ParseBackend(p.Backend)
-		if err != nil {
-			continue
-		}
-		k := iv.For(perf.IntervalKey(be, !p.Dense, p.Mode))
-		if k == nil {
+		key, ok := p.IntervalKey()
+		k := iv.For(key)
+		if !ok || k == nil {
 			continue
 		}
 		c.N++
@@ -86,16 +89,6 @@ func IntervalCoverage(iv *perf.Intervals, preds []Prediction) Coverage {
 	return c
 }
 
-// IntervalKinds lists the kinds, sorted, with their run counts.
-func IntervalKinds(iv *perf.Intervals) []string {
-	var out []string
-	for k, v := range iv.Kinds {
-		out = append(out, fmt.Sprintf("%s (%d runs)", k, v.N))
-	}
-	sort.Strings(out)
-	return out
-}
-
 // CrossCoverage scores intervals honestly: the held-out predictions'
 // groups (the cross-validation units) are split in two halves; intervals
 // taken from one half are scored on the other, both ways, and the two
@@ -105,15 +98,7 @@ func CrossCoverage(preds []Prediction, by string, env estimate.Env) (Coverage, e
 	if err != nil {
 		return Coverage{}, err
 	}
-	groups := map[string][]Prediction{}
-	for _, p := range preds {
-		groups[key(p.Case)] = append(groups[key(p.Case)], p)
-	}
-	names := make([]string, 0, len(groups))
-	for g := range groups {
-		names = append(names, g)
-	}
-	sort.Strings(names)
+	names, groups := groupBy(preds, func(p Prediction) string { return key(p.Case) })
 	var half [2][]Prediction
 	for i, g := range names {
 		half[i%2] = append(half[i%2], groups[g]...)

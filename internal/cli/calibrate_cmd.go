@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -97,7 +96,7 @@ parameter file given by --out.
 				return err
 			}
 			if cv != "" {
-				rows, err := calibrate.LoadGridRows(filepath.Join(dir, "silicon_calibration.csv"))
+				rows, err := ds.GridRows()
 				if err != nil {
 					return err
 				}

@@ -2,15 +2,14 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuplane/gpuplane/internal/calibrate"
 	"github.com/gpuplane/gpuplane/internal/output"
-	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // decisionTable is the decisions summary, overall and per backend; -o json
@@ -26,52 +25,33 @@ func (t decisionTable) Header() []string {
 
 func (t decisionTable) Rows() [][]string {
 	row := func(name string, grids int, items []calibrate.Decision) []string {
-		miss, nothing, met := 0, 0, 0
-		short := 0.0
-		for _, d := range items {
-			switch {
-			case d.Miss && d.Pick == "":
-				miss++
-				nothing++
-			case d.Miss:
-				miss++
-			default:
-				met++
-				short += d.Shortfall
-			}
+		tl := calibrate.TallyOf(items)
+		rate, mean, g := "-", "-", "-"
+		if tl.Decisions > 0 {
+			rate = fmt.Sprintf("%.1f%%", 100*tl.MissRate)
 		}
-		rate, mean := "-", "-"
-		if len(items) > 0 {
-			rate = fmt.Sprintf("%.1f%%", 100*float64(miss)/float64(len(items)))
+		if tl.Decisions > tl.Misses {
+			mean = fmt.Sprintf("%.1f%%", 100*tl.MeanShortfall)
 		}
-		if met > 0 {
-			mean = fmt.Sprintf("%.1f%%", 100*short/float64(met))
-		}
-		g := "-"
 		if grids > 0 {
 			g = fmt.Sprint(grids)
 		}
-		return []string{name, g, fmt.Sprint(len(items)), fmt.Sprint(miss), fmt.Sprint(nothing), rate, mean}
+		return []string{name, g, fmt.Sprint(tl.Decisions), fmt.Sprint(tl.Misses), fmt.Sprint(tl.NothingFit), rate, mean}
 	}
 	// Grids the model answers in full score its accuracy; the others
 	// also score its coverage (a run it cannot express is never picked).
 	var full []calibrate.Decision
 	by := map[string][]calibrate.Decision{}
-	var order []string
 	for _, d := range t.Items {
 		if d.Unanswered > 0 {
 			continue
 		}
 		full = append(full, d)
 		b := strings.Split(d.Grid, "/")[1]
-		if _, ok := by[b]; !ok {
-			order = append(order, b)
-		}
 		by[b] = append(by[b], d)
 	}
 	rows := [][]string{row("all grids ("+t.Params+")", t.Grids, t.Items), row("grids answered in full", 0, full)}
-	sort.Strings(order)
-	for _, b := range order {
+	for _, b := range slices.Sorted(maps.Keys(by)) {
 		rows = append(rows, row("  "+b, 0, by[b]))
 	}
 	return rows
@@ -103,13 +83,13 @@ scores the model before any fit to them.
 			if err != nil {
 				return err
 			}
-			rows, err := calibrate.LoadGridRows(filepath.Join(dir, "silicon_calibration.csv"))
-			if err != nil {
-				return fmt.Errorf("--data: %w", err)
-			}
 			ds, err := calibrate.LoadDir(dir, env.Catalog)
 			if err != nil {
 				return err
+			}
+			rows, err := ds.GridRows()
+			if err != nil {
+				return fmt.Errorf("--data: %w", err)
 			}
 			var agg []calibrate.Case
 			for _, c := range ds.Cases {
@@ -127,11 +107,8 @@ scores the model before any fit to them.
 				}
 				// Pick by the TPOT the run stays under at that confidence.
 				for i := range preds {
-					be, err := perf.ParseBackend(preds[i].Backend)
-					if err != nil {
-						continue
-					}
-					if k := env.Params.Intervals.For(perf.IntervalKey(be, !preds[i].Dense, preds[i].Mode)); k != nil {
+					key, _ := preds[i].IntervalKey()
+					if k := env.Params.Intervals.For(key); k != nil {
 						preds[i].PredTPOTms = k.TPOT.Upper(preds[i].PredTPOTms, confidence)
 					}
 				}
