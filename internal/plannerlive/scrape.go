@@ -215,14 +215,12 @@ func (s *ScrapeSource) scrapePool(ctx context.Context, urls []string) (counters,
 	if len(urls) == 0 {
 		return c, nil, fmt.Errorf("scrape: no metrics URLs for a pool")
 	}
-	seen := map[string]bool{}
 	for _, u := range urls {
 		// A URL listed twice is one worker: summed twice, its counters
 		// would outrun the baseline, which holds it once.
-		if seen[u] {
+		if _, dup := each[u]; dup {
 			continue
 		}
-		seen[u] = true
 		fams, err := s.scrape(ctx, u)
 		if err != nil {
 			return c, nil, err

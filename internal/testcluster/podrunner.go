@@ -72,23 +72,32 @@ func (p *PodRunner) Run(ctx context.Context) {
 	}
 }
 
+// livePod is a pod that should have a process: where and what to run.
+type livePod struct {
+	pod  *corev1.Pod
+	args []string
+	port int
+}
+
 func (p *PodRunner) sync(pods []corev1.Pod) {
-	live := map[types.UID]string{}
+	live := map[types.UID]livePod{}
+	var order []types.UID
 	for i := range pods {
 		pod := &pods[i]
-		ip := pod.Status.PodIP
-		if pod.Status.Phase != corev1.PodRunning || ip == "" || pod.DeletionTimestamp != nil {
+		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if args, _ := p.Command(pod); args == nil {
+		args, port := p.Command(pod)
+		if args == nil {
 			continue
 		}
-		live[pod.UID] = ip
+		live[pod.UID] = livePod{pod: pod, args: args, port: port}
+		order = append(order, pod.UID)
 	}
 	// Gone pods first: their IPs may be the new pods'.
 	p.mu.Lock()
 	for uid, proc := range p.procs {
-		if ip, ok := live[uid]; !ok || ip != proc.ip {
+		if lp, ok := live[uid]; !ok || lp.pod.Status.PodIP != proc.ip {
 			delete(p.procs, uid)
 			p.draining[proc.ip] = proc
 			go func() {
@@ -107,21 +116,17 @@ func (p *PodRunner) sync(pods []corev1.Pod) {
 		}
 	}
 	p.mu.Unlock()
-	for i := range pods {
-		pod := &pods[i]
-		ip, ok := live[pod.UID]
-		if !ok {
-			continue
-		}
+	for _, uid := range order {
 		p.mu.Lock()
-		_, running := p.procs[pod.UID]
+		_, running := p.procs[uid]
 		p.mu.Unlock()
 		if running {
 			continue
 		}
-		args, port := p.Command(pod)
-		if err := p.start(pod.UID, ip, port, args); err != nil && p.OnError != nil {
-			p.OnError(fmt.Errorf("pod %s/%s on %s: %w", pod.Namespace, pod.Name, ip, err))
+		lp := live[uid]
+		ip := lp.pod.Status.PodIP
+		if err := p.start(uid, ip, lp.port, lp.args); err != nil && p.OnError != nil {
+			p.OnError(fmt.Errorf("pod %s/%s on %s: %w", lp.pod.Namespace, lp.pod.Name, ip, err))
 		}
 	}
 }
