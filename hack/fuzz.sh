@@ -27,6 +27,7 @@ targets=(
   "./internal/dra/healthfile FuzzParse"
   "./internal/recordcri FuzzRequests"
   "./internal/kernels FuzzParseTable"
+  "./internal/kernels FuzzParseMoE"
   "./internal/calibrate FuzzLoadCSV"
 )
 for entry in "${targets[@]}"; do

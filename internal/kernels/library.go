@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
@@ -90,6 +91,8 @@ func (a seconds) GenerationAttention(kvDtype string, headDim, window int, heads,
 	v, ok := a.s.GenerationAttentionTime(AttnKey{KVDtype: kvDtype, HeadDim: headDim, Window: window}, heads, kvHeads, batch, kvLen)
 	return v / 1e3, ok
 }
+
+func (a seconds) MoE(w catalog.Precision) (*perf.MoEKernel, error) { return a.s.MoEKernel(w) }
 
 func (a seconds) AllReduce(gpus, elems float64) (float64, bool) {
 	v, ok := a.s.AllReduceTime(gpus, elems)

@@ -12,6 +12,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // AttnKey selects one attention table: compute and KV-cache dtypes, head
@@ -38,6 +42,41 @@ type Set struct {
 	// Dropped counts rows per op kind faster than the GPU's roofline allows
 	// (a collector artefact, e.g. a kernel that did not run): kept out.
 	Dropped map[string]int
+
+	dir     string // the kernel tree, for the MoE table read on first use
+	moeOnce sync.Once
+	moe     map[catalog.Precision]*perf.MoEKernel
+	moeErr  error
+}
+
+// MoEKernel is the summary fitted to this set's fused-MoE table at a weight
+// precision, or nil where it has too few rows. The table is read and
+// fitted on first use (about a second), since most models have no experts.
+func (s *Set) MoEKernel(w catalog.Precision) (*perf.MoEKernel, error) {
+	s.moeOnce.Do(func() {
+		rows, err := LoadMoE(s.dir, s.System, s.Backend)
+		if err != nil {
+			s.moeErr = err
+			return
+		}
+		by := map[catalog.Precision][]MoERow{}
+		for _, r := range rows {
+			by[r.Precision] = append(by[r.Precision], r)
+		}
+		s.moe = map[catalog.Precision]*perf.MoEKernel{}
+		for p, rs := range by {
+			if len(rs) < MinMoERows {
+				continue
+			}
+			k, err := FitMoE(rs)
+			if err != nil {
+				s.moeErr = fmt.Errorf("kernels: %s/%s moe %s: %w", s.System, s.Backend, p, err)
+				return
+			}
+			s.moe[p] = &k
+		}
+	})
+	return s.moe[w], s.moeErr
 }
 
 // Systems lists the system folders of a kernel tree (those with a system.yaml).
@@ -92,6 +131,7 @@ func LoadHoldingOut(dir, system, backend string, hold func(Sample) bool) (*Set, 
 		return nil, nil, err
 	}
 	s := newSet(system, backend, version, gpu)
+	s.dir = dir
 	var held []Sample
 	keep := func(smp Sample) bool {
 		if !s.plausible(smp) {

@@ -16,6 +16,9 @@ type Kernels interface {
 	ContextAttention(attnDtype, kvDtype string, headDim, window int, heads, kvHeads, isl, batch float64) (float64, bool)
 	GenerationAttention(kvDtype string, headDim, window int, heads, kvHeads, batch, kvLen float64) (float64, bool)
 	AllReduce(gpus, elems float64) (float64, bool)
+	// MoE is the fused-MoE kernel summary fitted to this GPU's and
+	// backend's table at a weight precision (nil: none measured).
+	MoE(w catalog.Precision) (*MoEKernel, error)
 }
 
 // KernelSource finds the tables for a catalog GPU and a backend (nil, nil:
@@ -187,7 +190,7 @@ func (o *opModel) stepTime(w *Worker, b Batch) float64 {
 	// their routed experts (and shared ones) on the roofline.
 	t := (layers - moeLayers) * o.denseLayer(w, tokens, true)
 	if moeLayers > 0 {
-		t += moeLayers * (o.denseLayer(w, tokens, false) + w.moe(ft) +
+		t += moeLayers * (o.denseLayer(w, tokens, false) + w.moe(ft, b.PrefillTokens > 0) +
 			float64(m.MoE.SharedExperts)*w.gemm(ft, m.ExpertParams()/w.tp, ft))
 	}
 	t += layers * w.elementwise(ft)

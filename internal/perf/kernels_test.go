@@ -129,3 +129,38 @@ func TestKernelsLoadErrorFailsTheWorker(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// With measured tables, the MoE summary fitted to this GPU's table
+// replaces the embedded one; without an answer the embedded one stays.
+func TestKernelsMoESummaryFromTables(t *testing.T) {
+	c := catalog.MustDefault()
+	m, err := c.Model("Qwen/Qwen3-30B-A3B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Device("h200_sxm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := perf.Config{Model: m, Device: d, Backend: perf.VLLM, Weights: catalog.FP8, TP: 1}
+	step := func(k *perftest.Kernels) float64 {
+		p := perf.MustDefaultParams().Clone()
+		if k != nil {
+			p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
+		}
+		w, err := perf.NewWorker(cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w.StepTime(perf.Batch{DecodeSeqs: 64, DecodeCtx: 64 * 1000, Sampled: 64})
+	}
+	embedded := step(nil)
+	noMoE := step(&perftest.Kernels{})
+	slow := step(&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.1, RowsHalf: 100, ParamsHalf: 1e8}})
+	if noMoE != embedded {
+		t.Errorf("tables without a MoE answer: step %g s, want the embedded summary's %g s", noMoE, embedded)
+	}
+	if slow <= 2*embedded {
+		t.Errorf("a table's slow MoE kernel gave %g s, the embedded one %g s: the table was not used", slow, embedded)
+	}
+}

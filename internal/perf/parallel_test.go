@@ -55,21 +55,21 @@ func TestAttentionDPWeights(t *testing.T) {
 func TestAttentionDPMoEServesEveryRank(t *testing.T) {
 	const model = "deepseek-ai/DeepSeek-R1"
 	one := parallelWorker(t, model, "b200_sxm", 1, 8, 8)
-	if one.moe(32) <= one.moe(4) {
-		t.Errorf("MoE of 32 tokens a rank %g s should exceed 4 tokens' %g s", one.moe(32), one.moe(4))
+	if one.moe(32, true) <= one.moe(4, true) {
+		t.Errorf("MoE of 32 tokens a rank %g s should exceed 4 tokens' %g s", one.moe(32, true), one.moe(4, true))
 	}
 	if one.a2aLatency <= 0 {
 		t.Errorf("tp 1 ep 8: all-to-all latency %g, want > 0", one.a2aLatency)
 	}
 	noEP := parallelWorker(t, model, "b200_sxm", 1, 8, 1)
-	if one.moe(4) <= noEP.moe(4) {
-		t.Errorf("ep 8 MoE %g s should add all-to-all time to %g s", one.moe(4), noEP.moe(4))
+	if one.moe(4, true) <= noEP.moe(4, true) {
+		t.Errorf("ep 8 MoE %g s should add all-to-all time to %g s", one.moe(4, true), noEP.moe(4, true))
 	}
 	// Past the node the all-to-all crosses the network.
 	wide := parallelWorker(t, model, "b200_sxm", 1, 64, 64)
-	if wide.a2aNodeShare >= 1 || wide.moe(4)-wide.moeCompute(4) <= one.moe(4)-one.moeCompute(4) {
+	if wide.a2aNodeShare >= 1 || wide.moe(4, true)-wide.moeCompute(4, true) <= one.moe(4, true)-one.moeCompute(4, true) {
 		t.Errorf("ep 64 on 8-GPU nodes: %.0f%% of traffic in the node, all-to-all %g s vs %g s at ep 8", 100*wide.a2aNodeShare,
-			wide.moe(4)-wide.moeCompute(4), one.moe(4)-one.moeCompute(4))
+			wide.moe(4, true)-wide.moeCompute(4, true), one.moe(4, true)-one.moeCompute(4, true))
 	}
 }
 

@@ -3,6 +3,7 @@ package perf
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 
 	"sigs.k8s.io/yaml"
 
@@ -41,6 +42,9 @@ type FamilyParams struct {
 	AttentionBandwidth float64 `json:"attentionBandwidth"`
 	// ElementwiseBandwidth is the fraction of bandwidth norms, activations and rotary embeddings reach.
 	ElementwiseBandwidth float64 `json:"elementwiseBandwidth"`
+	// MoE holds the fused-MoE kernels fitted to measured kernel tables, per
+	// backend and weight precision; where absent, experts are priced as dense GEMMs.
+	MoE map[Backend]map[catalog.Precision]*MoEKernel `json:"moe,omitempty"`
 }
 
 // BackendParams are a serving engine's scheduling defaults and overheads.
@@ -179,6 +183,23 @@ func (p *Params) Validate() error {
 			"attentionBandwidth": f.AttentionBandwidth, "elementwiseBandwidth": f.ElementwiseBandwidth} {
 			if !(v > 0 && v <= 1) {
 				return fmt.Errorf("families.%s.%s: %g must be in (0, 1]", fam, name, v)
+			}
+		}
+		for b, byPrec := range f.MoE {
+			if !slices.Contains(Backends, b) {
+				return fmt.Errorf("families.%s.moe.%s: unknown backend; want one of %v", fam, b, Backends)
+			}
+			for prec, k := range byPrec {
+				at := fmt.Sprintf("families.%s.moe.%s.%s", fam, b, prec)
+				if c, err := catalog.ParsePrecision(string(prec)); err != nil || c != prec {
+					return fmt.Errorf("%s: unknown weight precision %q; want bf16, fp8, fp4, int8 or w4a16", at, prec)
+				}
+				if k == nil {
+					return fmt.Errorf("%s: empty; give compute, bandwidth, rowsHalf and launchUs or remove it", at)
+				}
+				if err := k.validate(at); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -1,6 +1,11 @@
 // Package perftest holds fakes for the performance model's interfaces.
 package perftest
 
+import (
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
 // Kernels is a fake perf.Kernels with closed-form operation times, so a
 // test knows exactly what the model should add up. Calls counts lookups.
 type Kernels struct {
@@ -8,8 +13,12 @@ type Kernels struct {
 	// GenBeta make decode attention gamma + alpha*b + beta*b*s; ARSecs per
 	// element. A zero rate answers "not measured".
 	GEMMSecs, CtxSecs, GenGamma, GenAlpha, GenBeta, ARSecs float64
-	Calls                                                  int
+	// MoEKernel answers every precision's MoE summary (nil: none).
+	MoEKernel *perf.MoEKernel
+	Calls     int
 }
+
+func (k *Kernels) MoE(catalog.Precision) (*perf.MoEKernel, error) { return k.MoEKernel, nil }
 
 func (k *Kernels) GEMM(_ string, m, n, kk float64) (float64, bool) {
 	k.Calls++

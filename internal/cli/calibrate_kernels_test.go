@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// kernelTree writes a one-system kernel tree whose MoE table is priced by
+// a known kernel, so the fit has something definite to find.
+func kernelTree(t *testing.T, truth perf.MoEKernel) string {
+	t.Helper()
+	dir := t.TempDir()
+	sys := filepath.Join(dir, "h200_sxm")
+	vdir := filepath.Join(sys, "vllm", "0.19.0")
+	if err := os.MkdirAll(vdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sys, "system.yaml"), []byte("gpu:\n  mem_bw: 4800000000000\n  bfloat16_tc_flops: 989000000000000\n  fp8_tc_flops: 1978000000000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(vdir, "moe_perf.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency")
+	for _, n := range []float64{1, 4, 16, 64, 256, 1024, 4096, 16384} {
+		for _, tp := range []float64{1, 2, 4, 8} {
+			for _, e := range [][2]float64{{2048, 768}, {4096, 1536}} {
+				s := perf.MoEShape{Tokens: n, TopK: 8, Experts: 128, ExpertParams: 3 * e[0] * e[1] / tp, WeightBytes: catalog.FP8.Bytes(), Eager: true}
+				ms := 1e3 * truth.Seconds(s, 1978e12, 4.8e12)
+				fmt.Fprintf(zw, "VLLM,0.19.0,H200,moe,vllm_fused_moe,fp8_block,%g,%g,%g,8,128,%g,1,balanced,%g\n", n, e[0], e[1], tp, ms)
+			}
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestCalibrateKernelsFitsAndWrites(t *testing.T) {
+	truth := perf.MoEKernel{Compute: 0.3, Bandwidth: 0.75, RowsHalf: 40, LaunchUs: 35, ParamsHalf: 8e6}
+	dir := kernelTree(t, truth)
+	out := filepath.Join(t.TempDir(), "params.yaml")
+	stdout, stderr, err := run(t, "calibrate", "kernels", "--kernels", dir, "--out", out, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep struct {
+		MoE []struct {
+			Family    string         `json:"family"`
+			Backend   string         `json:"backend"`
+			Precision string         `json:"precision"`
+			Kernel    perf.MoEKernel `json:"kernel"`
+			HeldOut   struct {
+				N    int     `json:"n"`
+				MAPE float64 `json:"mape_pct"`
+			} `json:"held_out"`
+		} `json:"moe"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v in %s", err, stdout)
+	}
+	if len(rep.MoE) != 1 || rep.MoE[0].Family != "hopper" || rep.MoE[0].Backend != "vllm" || rep.MoE[0].Precision != "fp8" {
+		t.Fatalf("want one hopper/vllm/fp8 summary, got %+v", rep.MoE)
+	}
+	if r := rep.MoE[0]; r.HeldOut.N == 0 || r.HeldOut.MAPE > 3 {
+		t.Errorf("held-out rows %d at %.1f%% MAPE; the table is priced by one kernel, want <= 3%%", r.HeldOut.N, r.HeldOut.MAPE)
+	}
+	if !strings.Contains(stderr, "[1/1] hopper/vllm/fp8") || !strings.Contains(stderr, "wrote "+out) {
+		t.Errorf("progress and the written file not reported: %s", stderr)
+	}
+	p, err := perf.LoadParams(out)
+	if err != nil {
+		t.Fatalf("written parameters do not load: %v", err)
+	}
+	h200, err := catalog.MustDefault().GPU("h200_sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := p.MoEKernelFor(h200, perf.VLLM, catalog.FP8)
+	if k == nil || k.Rows != 64 || k.ComputeCapability != "9" {
+		t.Fatalf("written summary %+v, want one fitted on 64 rows of compute capability 9", k)
+	}
+	table, _, err := run(t, "calibrate", "kernels", "--kernels", dir)
+	if err != nil || !strings.Contains(table, "MAPE AS DENSE GEMM") || !strings.Contains(table, "hopper") {
+		t.Errorf("table: %v\n%s", err, table)
+	}
+}
+
+func TestCalibrateKernelsErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate", "kernels"}, "--kernels: required"},
+		{[]string{"calibrate", "kernels", "--kernels", t.TempDir()}, "no system folders"},
+	} {
+		_, _, err := run(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+	// A tree whose tables are too few to fit says so and writes nothing wrong.
+	dir := kernelTree(t, perf.MoEKernel{Compute: 0.3, Bandwidth: 0.75, RowsHalf: 40, LaunchUs: 35, ParamsHalf: 8e6})
+	gz := filepath.Join(dir, "h200_sxm", "vllm", "0.19.0", "moe_perf.csv.gz")
+	f, _ := os.Create(gz)
+	zw := gzip.NewWriter(f)
+	fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency")
+	fmt.Fprintln(zw, "VLLM,0.19.0,H200,moe,vllm_fused_moe,fp8_block,8,4096,1536,8,128,1,1,balanced,0.1")
+	zw.Close()
+	f.Close()
+	_, stderr, err := run(t, "calibrate", "kernels", "--kernels", dir)
+	if err != nil || !strings.Contains(stderr, "1 rows, fewer than 40: no summary") {
+		t.Errorf("too few rows: %v\n%s", err, stderr)
+	}
+}

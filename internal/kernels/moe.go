@@ -1,0 +1,189 @@
+package kernels
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// OpMoE is the fused routed-expert kernel (moe_perf).
+const OpMoE = "moe"
+
+// MoERow is one measured fused-MoE call on one GPU, with the GPU's roofline.
+type MoERow struct {
+	System    string
+	Precision catalog.Precision // the model's weight precision the kernel serves
+	Kernel    string            // kernel_source
+	Shape     perf.MoEShape
+	// Peak and BW are the system's raw tensor peak for the precision and its
+	// memory bandwidth (system.yaml).
+	Peak, BW float64
+	Seconds  float64
+}
+
+// moePrecision maps a moe_dtype to the weight precision a model states.
+// Quant modes the performance model has no precision for are skipped.
+func moePrecision(dtype string) (catalog.Precision, bool) {
+	switch dtype {
+	case "bfloat16", "float16":
+		return catalog.BF16, true
+	case "fp8", "fp8_block":
+		return catalog.FP8, true
+	case "nvfp4", "w4a16_mxfp4", "w4a8_mxfp4_mxfp8":
+		return catalog.FP4, true
+	case "int4_wo":
+		return catalog.W4A16, true
+	}
+	return "", false
+}
+
+// moePeak is the tensor peak the performance model prices a precision's
+// expert GEMMs against: native fp8 and fp4 where the GPU has them, else bf16
+// (weight-only kernels dequantise to bf16).
+func (g GPU) moePeak(p catalog.Precision) float64 {
+	switch p {
+	case catalog.FP8:
+		if g.FP8FLOPS > 0 {
+			return g.FP8FLOPS
+		}
+	case catalog.FP4:
+		if g.FP4FLOPS > 0 {
+			return g.FP4FLOPS
+		}
+	}
+	return g.BF16FLOPS
+}
+
+// LoadMoE reads a system's moe_perf table under one backend: the balanced
+// routing rows of gated experts without expert parallelism, one row per
+// shape and precision. Expert-parallel rows are left out: at large ep they
+// are a few experts' launch-bound calls, and fitted together with the rest
+// they double the held-out error of the shapes serving runs use. Skewed
+// distributions are a separate question (expert-load imbalance) from the
+// kernel's speed.
+//
+// Where a backend measured several kernels for one shape, the fastest
+// stands for it: engines pick their kernel per shape. TensorRT-LLM's
+// min-latency kernels are left out: the engine runs them only in its
+// min-latency mode, and they cover a few shapes at a third of the time,
+// which no smooth summary of the rest can absorb. Per-tensor and block FP8 are not
+// alternatives but different checkpoints; the FP8 MoE checkpoints in use
+// (DeepSeek, Qwen3, MiniMax, Kimi) quantise in blocks, so block rows stand
+// for fp8 where a table has them.
+func LoadMoE(dir, system, backend string) ([]MoERow, error) {
+	gpu, err := readGPU(dir, system)
+	if err != nil {
+		return nil, err
+	}
+	vdir, _, err := onlyVersion(filepath.Join(dir, system, backend))
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(vdir, "moe_perf.csv.gz")
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // a backend without a MoE table
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kernels: %w", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("kernels: %s: %w", path, err)
+	}
+	return parseMoE(path, zr, system, gpu)
+}
+
+// parseMoE reads a moe_perf CSV (see LoadMoE).
+func parseMoE(name string, rd io.Reader, system string, gpu GPU) ([]MoERow, error) {
+	// A shape is its table key: hidden and intermediate sizes apart, since
+	// two models' experts can hold the same weights per GPU.
+	type key struct {
+		class                     string
+		tokens, hidden, inter, tp float64
+		topk, experts             float64
+	}
+	fastest := map[key]int{}
+	var all []MoERow
+	var classes []string
+	want := []string{"kernel_source", "moe_dtype", "distribution", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "latency"}
+	err := parseTable(name, rd, want, func(r row) error {
+		src, dtype, dist := r.str(0), r.str(1), r.str(2)
+		if strings.Contains(src, "nongated") || strings.Contains(src, "min_latency") || (dist != "balanced" && dist != "uniform") || r.num(9) != 1 {
+			return nil
+		}
+		prec, ok := moePrecision(dtype)
+		if !ok {
+			return nil
+		}
+		tokens, hidden, inter, topk, experts, tp := r.num(3), r.num(4), r.num(5), r.num(6), r.num(7), r.num(8)
+		for i, v := range []float64{tokens, hidden, inter, topk, experts, tp} {
+			if !(v >= 1 && v <= 1e9) {
+				return fmt.Errorf("%s %v: want a whole number in [1, 1e9]", want[3+i], v)
+			}
+		}
+		if topk > experts {
+			return fmt.Errorf("topk %v exceeds num_experts %v", topk, experts)
+		}
+		m := MoERow{
+			System: system, Precision: prec, Kernel: src,
+			Shape: perf.MoEShape{Tokens: tokens, TopK: topk, Experts: experts,
+				ExpertParams: 3 * hidden * inter / tp, WeightBytes: prec.Bytes(), Eager: true},
+			Peak: gpu.moePeak(prec), BW: gpu.MemBW,
+			Seconds: r.num(10) * 1e-3,
+		}
+		class := string(prec)
+		if dtype == "fp8" {
+			class = "fp8-per-tensor"
+		}
+		k := key{class, tokens, hidden, inter, tp, topk, experts}
+		if i, ok := fastest[k]; ok {
+			if m.Seconds < all[i].Seconds {
+				all[i] = m
+			}
+			return nil
+		}
+		if !slices.Contains(classes, class) {
+			classes = append(classes, class)
+		}
+		fastest[k] = len(all)
+		all = append(all, m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	hasBlock := slices.Contains(classes, string(catalog.FP8))
+	out := all[:0]
+	for k, i := range fastest {
+		if k.class == "fp8-per-tensor" && hasBlock {
+			continue
+		}
+		out = append(out, all[i])
+	}
+	// Map order is random; the fit and its held-out split want one order.
+	slices.SortFunc(out, func(a, b MoERow) int {
+		if c := strings.Compare(string(a.Precision), string(b.Precision)); c != 0 {
+			return c
+		}
+		for _, d := range [][2]float64{{a.Shape.ExpertParams, b.Shape.ExpertParams}, {a.Shape.SliceParams, b.Shape.SliceParams}, {a.Shape.Experts, b.Shape.Experts}, {a.Shape.TopK, b.Shape.TopK}, {a.Shape.Tokens, b.Shape.Tokens}, {a.Seconds, b.Seconds}} {
+			if d[0] != d[1] {
+				if d[0] < d[1] {
+					return -1
+				}
+				return 1
+			}
+		}
+		return 0
+	})
+	return out, nil
+}

@@ -1,0 +1,190 @@
+package kernels
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/sharedtest"
+)
+
+var testGPU = GPU{MemBW: 4.8e12, BF16FLOPS: 989e12, FP8FLOPS: 1979e12}
+
+const moeHeader = "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency\n"
+
+func TestParseMoEKeepsWhatServingUses(t *testing.T) {
+	csv := moeHeader +
+		// block fp8: two kernels for one shape, the faster stands
+		"X,1,H200,moe,a,fp8_block,64,4096,1536,8,128,1,1,balanced,0.30\n" +
+		"X,1,H200,moe,b,fp8_block,64,4096,1536,8,128,1,1,balanced,0.20\n" +
+		// per-tensor fp8 is dropped where block rows exist
+		"X,1,H200,moe,a,fp8,64,4096,1536,8,128,1,1,balanced,0.10\n" +
+		// skewed routing, expert parallelism, non-gated and min-latency kernels, unknown dtypes: left out
+		"X,1,H200,moe,a,bfloat16,64,4096,1536,8,128,1,1,power_law_1.2,0.50\n" +
+		"X,1,H200,moe,a,bfloat16,64,4096,1536,8,128,1,8,balanced,0.05\n" +
+		"X,1,H200,moe,moe_torch_flow_nongated,bfloat16,64,4096,1536,8,128,1,1,balanced,0.05\n" +
+		"X,1,H200,moe,moe_torch_flow_min_latency,bfloat16,64,4096,1536,8,128,1,1,balanced,0.05\n" +
+		"X,1,H200,moe,a,w4a8_awq,64,4096,1536,8,128,1,1,balanced,0.05\n" +
+		// kept: bf16 with tensor parallelism inside the experts
+		"X,1,H200,moe,a,bfloat16,64,4096,1536,8,128,2,1,balanced,0.40\n"
+	rows, err := parseMoE("t.csv", strings.NewReader(csv), "h200_sxm", testGPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("got %d rows %+v, want the block fp8 shape and the bf16 tp2 shape", len(rows), rows)
+	}
+	bf, fp := rows[0], rows[1]
+	if bf.Precision != catalog.BF16 || fp.Precision != catalog.FP8 {
+		t.Fatalf("precisions %s, %s", bf.Precision, fp.Precision)
+	}
+	if fp.Seconds != 0.20e-3 || fp.Kernel != "b" || fp.Peak != testGPU.FP8FLOPS {
+		t.Errorf("fp8 row %+v: want the faster kernel b at 0.2 ms against the fp8 peak", fp)
+	}
+	if want := 3 * 4096 * 1536 / 2.0; bf.Shape.ExpertParams != want || bf.Peak != testGPU.BF16FLOPS {
+		t.Errorf("bf16 tp2 row %+v: want %v weights per GPU against the bf16 peak", bf, want)
+	}
+
+	// A table with only per-tensor fp8 keeps it.
+	rows, err = parseMoE("t.csv", strings.NewReader(moeHeader+"X,1,H200,moe,a,fp8,64,4096,1536,8,128,1,1,balanced,0.10\n"), "h200_sxm", testGPU)
+	if err != nil || len(rows) != 1 || rows[0].Precision != catalog.FP8 || rows[0].Seconds != 0.10e-3 {
+		t.Fatalf("per-tensor only: %v %+v", err, rows)
+	}
+}
+
+func TestParseMoEErrors(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{"X,1,H,moe,a,bfloat16,0,4096,1536,8,128,1,1,balanced,0.1\n", "num_tokens"},
+		{"X,1,H,moe,a,bfloat16,64,4096,1536,8,128,1e12,1,balanced,0.1\n", "moe_tp_size"},
+		{"X,1,H,moe,a,bfloat16,64,4096,1536,200,128,1,1,balanced,0.1\n", "topk 200 exceeds num_experts 128"},
+		{"X,1,H,moe,a,bfloat16,64,4096,1536,8,128,1,1,balanced,-1\n", "latency"},
+		{"X,1,H,moe,a,bfloat16,64,4096,NaN,8,128,1,1,balanced,0.1\n", "inter_size"},
+	} {
+		_, err := parseMoE("t.csv", strings.NewReader(moeHeader+c.body), "s", testGPU)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%q: got %v, want an error naming %q and the line", c.body, err, c.want)
+		}
+	}
+	if _, err := parseMoE("t.csv", strings.NewReader("a,b\n1,2\n"), "s", testGPU); err == nil || !strings.Contains(err.Error(), "no column") {
+		t.Errorf("missing columns: %v", err)
+	}
+}
+
+// synthetic rows priced by a known kernel: the fit must find a kernel that
+// predicts them (the oracle) over the shapes serving uses.
+func syntheticMoE(k perf.MoEKernel) []MoERow {
+	var rows []MoERow
+	for _, tokens := range []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384} {
+		for _, e := range [][3]float64{{4096, 1536, 128}, {7168, 2048, 256}, {4096, 14336, 8}, {2048, 768, 128}} {
+			for _, tp := range []float64{1, 2, 4, 8} {
+				topk := 8.0
+				if e[2] == 8 {
+					topk = 2
+				}
+				s := perf.MoEShape{Tokens: tokens, TopK: topk, Experts: e[2], ExpertParams: 3 * e[0] * e[1] / tp, WeightBytes: 1, Eager: true}
+				rows = append(rows, MoERow{System: "x", Precision: catalog.FP8, Shape: s, Peak: 1979e12, BW: 4.8e12, Seconds: k.Seconds(s, 1979e12, 4.8e12)})
+			}
+		}
+	}
+	return rows
+}
+
+func TestFitMoERecoversAKnownKernel(t *testing.T) {
+	for _, truth := range []perf.MoEKernel{
+		{Compute: 0.35, Bandwidth: 0.8, RowsHalf: 40, LaunchUs: 30, ParamsHalf: 5e6},
+		{Compute: 0.7, Bandwidth: 0.5, RowsHalf: 10, LaunchUs: 60, ParamsHalf: 2e7},
+	} {
+		rows := syntheticMoE(truth)
+		k, err := FitMoE(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := ScoreMoE(k, rows); s.MAPEPct > 2 {
+			t.Errorf("truth %+v: fitted %+v predicts its own rows at %.1f%% MAPE, want <= 2%%", truth, k, s.MAPEPct)
+		}
+		if dense := ScoreMoE(perf.MoEKernel{Compute: 0.94, Bandwidth: 0.8, RowsHalf: 24}, rows); dense.MAPEPct < 20 {
+			t.Errorf("a wrong kernel scores %.1f%%: the score cannot tell kernels apart", dense.MAPEPct)
+		}
+	}
+	if _, err := FitMoE(nil); err == nil {
+		t.Error("fitting no rows succeeded")
+	}
+}
+
+func TestHoldMoEIsStableAndAboutOneInTen(t *testing.T) {
+	rows := syntheticMoE(perf.MoEKernel{Compute: 0.5, Bandwidth: 0.7, RowsHalf: 30, LaunchUs: 20, ParamsHalf: 1e7})
+	fit1, held1 := HoldMoE(rows, 10)
+	fit2, held2 := HoldMoE(rows, 10)
+	if len(fit1)+len(held1) != len(rows) || len(held1) != len(held2) || len(fit1) != len(fit2) {
+		t.Fatalf("split %d+%d of %d, again %d+%d", len(fit1), len(held1), len(rows), len(fit2), len(held2))
+	}
+	if frac := float64(len(held1)) / float64(len(rows)); frac < 0.04 || frac > 0.18 {
+		t.Errorf("held out %.0f%%, want about 10%%", 100*frac)
+	}
+}
+
+// The summaries predict measured kernel rows they were not fitted on, and
+// far better than pricing experts as dense GEMMs (the model without them).
+func TestMoESummariesOnHeldOutTableRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fits every MoE table")
+	}
+	dir := sharedtest.Path(t, "reference", "kernels")
+	fam := perf.MustDefaultParams().Families[catalog.Hopper]
+	var fitted, dense, n float64
+	for _, sys := range []string{"h100_sxm", "h200_sxm"} {
+		for _, be := range []string{"vllm", "trtllm", "sglang"} {
+			rows, err := LoadMoE(dir, sys, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fp8 []MoERow
+			for _, r := range rows {
+				if r.Precision == catalog.FP8 {
+					fp8 = append(fp8, r)
+				}
+			}
+			g := MoEGroup{Family: catalog.Hopper, Backend: perf.Backend(be), Precision: catalog.FP8, Rows: fp8}
+			res, err := ValidateMoE(g, fam, catalog.FP8)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", sys, be, err)
+			}
+			t.Logf("%s/%s fp8: %d rows, held out %d: %.1f%% (bias %+.1f%%), as dense GEMMs %.1f%%",
+				sys, be, len(fp8), res.HeldOut.N, res.HeldOut.MAPEPct, res.HeldOut.BiasPct, res.Dense.MAPEPct)
+			if res.HeldOut.MAPEPct > 35 || math.Abs(res.HeldOut.BiasPct) > 15 {
+				t.Errorf("%s/%s fp8: held-out MAPE %.1f%%, bias %+.1f%%; want <= 35%% and within 15%%", sys, be, res.HeldOut.MAPEPct, res.HeldOut.BiasPct)
+			}
+			w := float64(res.HeldOut.N)
+			fitted += w * res.HeldOut.MAPEPct
+			dense += w * res.Dense.MAPEPct
+			n += w
+		}
+	}
+	if fitted/n > 0.6*dense/n || fitted/n > 25 {
+		t.Errorf("pooled held-out MAPE %.1f%% against %.1f%% as dense GEMMs; want <= 25%% and well below", fitted/n, dense/n)
+	}
+}
+
+func FuzzParseMoE(f *testing.F) {
+	f.Add([]byte(moeHeader + "X,1,H200,moe,a,fp8_block,64,4096,1536,8,128,1,1,balanced,0.30\n"))
+	f.Add([]byte(moeHeader + "X,1,H200,moe,a,bfloat16,1,1,1,1,1,1,1,uniform,1e-9\n"))
+	f.Add([]byte(moeHeader + "X,1,H200,moe,a,nvfp4,1e9,1e9,1e9,1e9,1e9,1e9,1,balanced,1e300\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rows, err := parseMoE("fuzz.csv", bytes.NewReader(b), "s", testGPU)
+		if err != nil {
+			return
+		}
+		k := perf.MoEKernel{Compute: 0.5, Bandwidth: 0.7, RowsHalf: 30, LaunchUs: 20, ParamsHalf: 1e7}
+		for _, r := range rows {
+			if !(r.Seconds > 0) || r.Shape.TopK > r.Shape.Experts {
+				t.Fatalf("accepted %+v", r)
+			}
+			if v := k.Seconds(r.Shape, r.Peak, r.BW); !(v > 0) || math.IsInf(v, 0) {
+				t.Fatalf("row %+v prices at %v", r, v)
+			}
+		}
+	})
+}

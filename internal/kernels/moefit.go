@@ -1,0 +1,197 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// MoEGroup is the rows one summary is fitted on: an architecture's
+// systems under one backend at one weight precision.
+type MoEGroup struct {
+	Family    string
+	Backend   perf.Backend
+	Precision catalog.Precision
+	// ComputeCapability is the systems' common major compute capability
+	// ("" when they differ): the summary applies to GPUs of that major.
+	ComputeCapability string
+	Rows              []MoERow
+}
+
+// Systems lists the group's systems.
+func (g MoEGroup) Systems() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range g.Rows {
+		if !seen[r.System] {
+			seen[r.System] = true
+			out = append(out, r.System)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Score is how a kernel model predicts a set of rows.
+type Score struct {
+	N        int     `json:"n"`
+	MAPEPct  float64 `json:"mape_pct"`
+	BiasPct  float64 `json:"bias_pct"` // median of predicted/measured - 1
+	MedRatio float64 `json:"-"`
+}
+
+// ScoreMoE predicts rows with k.
+func ScoreMoE(k perf.MoEKernel, rows []MoERow) Score {
+	if len(rows) == 0 {
+		return Score{}
+	}
+	ratios := make([]float64, len(rows))
+	var ape float64
+	for i, r := range rows {
+		p := k.Seconds(r.Shape, r.Peak, r.BW)
+		ratios[i] = p / r.Seconds
+		ape += math.Abs(p-r.Seconds) / r.Seconds
+	}
+	sort.Float64s(ratios)
+	med := ratios[len(ratios)/2]
+	return Score{N: len(rows), MAPEPct: 100 * ape / float64(len(rows)), BiasPct: 100 * (med - 1), MedRatio: med}
+}
+
+// DenseGEMMKernel is how experts are priced without a summary: as dense
+// GEMMs at the family's fitted GEMM efficiency and weight-streaming
+// bandwidth, with the dense GEMM's small-tile loss and no call cost.
+func DenseGEMMKernel(f *perf.FamilyParams, computePrec catalog.Precision) perf.MoEKernel {
+	eff := f.GEMM[computePrec]
+	if eff == 0 {
+		eff = f.GEMM[catalog.BF16]
+	}
+	return perf.MoEKernel{Compute: eff, Bandwidth: f.GEMMBandwidth, RowsHalf: 24}
+}
+
+// MinMoERows is the fewest table rows a summary is fitted on: five numbers
+// from a handful of shapes would describe those shapes, not the kernel.
+const MinMoERows = 40
+
+// FitMoE fits a summary to rows by Nelder-Mead on the mean squared log
+// error (ratios, so short and long calls weigh alike), in log-parameter space.
+func FitMoE(rows []MoERow) (perf.MoEKernel, error) {
+	if len(rows) < 8 {
+		return perf.MoEKernel{}, fmt.Errorf("moe fit: %d rows; need at least 8", len(rows))
+	}
+	unpack := func(x []float64) perf.MoEKernel {
+		return perf.MoEKernel{
+			Compute:    math.Min(1.2, math.Exp(x[0])),
+			Bandwidth:  math.Min(1.2, math.Exp(x[1])),
+			RowsHalf:   math.Min(1e5, math.Exp(x[2])),
+			LaunchUs:   math.Min(1e5, math.Exp(x[3])),
+			ParamsHalf: math.Min(1e12, math.Exp(x[4])),
+		}
+	}
+	obj := func(x []float64) float64 {
+		k := unpack(x)
+		var s float64
+		for _, r := range rows {
+			d := math.Log(k.Seconds(r.Shape, r.Peak, r.BW) / r.Seconds)
+			s += d * d
+		}
+		return s / float64(len(rows))
+	}
+	x := []float64{math.Log(0.5), math.Log(0.6), math.Log(32), math.Log(20), math.Log(1e6)}
+	best := obj(x)
+	for _, size := range []float64{1, 0.3, 0.1} {
+		res, err := optimize.Minimize(optimize.Problem{Func: obj}, x,
+			&optimize.Settings{FuncEvaluations: 400, Converger: &optimize.FunctionConverge{Absolute: 1e-7, Iterations: 60}},
+			&optimize.NelderMead{SimplexSize: size})
+		if err != nil && res == nil {
+			return perf.MoEKernel{}, fmt.Errorf("moe fit: %w", err)
+		}
+		if res.F < best {
+			x, best = res.X, res.F
+		}
+	}
+	k := unpack(x)
+	k.Rows = len(rows)
+	return k, nil
+}
+
+// HoldMoE splits rows: about one in n is held out, by a hash of its system,
+// precision and shape, so the split is the same on every run.
+func HoldMoE(rows []MoERow, n int) (fit, held []MoERow) {
+	for _, r := range rows {
+		h := fnv.New64a()
+		h.Write([]byte(r.System + "/" + string(r.Precision)))
+		var b [8]byte
+		for _, v := range []float64{r.Shape.Tokens, r.Shape.TopK, r.Shape.Experts, r.Shape.ExpertParams, r.Shape.SliceParams} {
+			binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+			h.Write(b[:])
+		}
+		if mix(h.Sum64())%uint64(n) == 0 {
+			held = append(held, r)
+		} else {
+			fit = append(fit, r)
+		}
+	}
+	return fit, held
+}
+
+// MoEResult is one group's summary with its validation.
+type MoEResult struct {
+	Family    string            `json:"family"`
+	Backend   perf.Backend      `json:"backend"`
+	Precision catalog.Precision `json:"precision"`
+	Systems   []string          `json:"systems"`
+	Kernel    perf.MoEKernel    `json:"kernel"`
+	// HeldOut scores one row in ten, predicted by a fit on the other nine;
+	// Dense scores the same rows priced as dense GEMMs (no summary).
+	HeldOut Score `json:"held_out"`
+	Dense   Score `json:"dense_gemm"`
+	// BySystem scores each system's rows predicted by a fit on the family's
+	// other systems (families measured on two or more systems).
+	BySystem map[string]Score `json:"by_system,omitempty"`
+}
+
+// ValidateMoE fits a group's summary on all its rows and scores it held
+// out, by row and by system.
+func ValidateMoE(g MoEGroup, fam *perf.FamilyParams, computePrec catalog.Precision) (MoEResult, error) {
+	res := MoEResult{Family: g.Family, Backend: g.Backend, Precision: g.Precision, Systems: g.Systems()}
+	fit, held := HoldMoE(g.Rows, 10)
+	k, err := FitMoE(fit)
+	if err != nil {
+		return res, fmt.Errorf("%s/%s/%s: %w", g.Family, g.Backend, g.Precision, err)
+	}
+	res.HeldOut = ScoreMoE(k, held)
+	if fam != nil {
+		res.Dense = ScoreMoE(DenseGEMMKernel(fam, computePrec), held)
+	}
+	if systems := res.Systems; len(systems) > 1 {
+		res.BySystem = map[string]Score{}
+		for _, s := range systems {
+			var in, out []MoERow
+			for _, r := range g.Rows {
+				if r.System == s {
+					out = append(out, r)
+				} else {
+					in = append(in, r)
+				}
+			}
+			ks, err := FitMoE(in)
+			if err != nil {
+				return res, fmt.Errorf("%s/%s/%s without %s: %w", g.Family, g.Backend, g.Precision, s, err)
+			}
+			res.BySystem[s] = ScoreMoE(ks, out)
+		}
+	}
+	if res.Kernel, err = FitMoE(g.Rows); err != nil {
+		return res, err
+	}
+	res.Kernel.HeldOutMAPEPct = math.Round(res.HeldOut.MAPEPct*10) / 10
+	res.Kernel.ComputeCapability = g.ComputeCapability
+	return res, nil
+}

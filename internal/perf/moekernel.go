@@ -1,0 +1,118 @@
+package perf
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+// MoEKernel is the fused routed-expert kernel of one backend at one weight
+// precision on one architecture: the compact summary of its measured kernel
+// table (gpuplane calibrate kernels). Fused MoE kernels reach far less of
+// the tensor peak than dense GEMMs (grouped GEMMs of a few rows per
+// expert, routing, gathers), so pricing experts as dense GEMMs is
+// optimistic by 1.5-5x.
+type MoEKernel struct {
+	// Compute is the fraction of tensor peak reached with many rows per expert.
+	Compute float64 `json:"compute"`
+	// Bandwidth is the fraction of memory bandwidth reached reading the
+	// active experts' weights.
+	Bandwidth float64 `json:"bandwidth"`
+	// RowsHalf is the rows per expert at which compute runs at half of Compute.
+	RowsHalf float64 `json:"rowsHalf"`
+	// ParamsHalf is the weights per expert and GPU at which compute runs at
+	// half of Compute: small (or finely tp-sliced) experts fill few tiles.
+	ParamsHalf float64 `json:"paramsHalf"`
+	// LaunchUs is the fixed cost of one eager call (routing, launches).
+	LaunchUs float64 `json:"launchUs"`
+	// ComputeCapability is the major compute capability of the GPUs the
+	// summary was measured on ("10" for B200, B300 and GB200). A GPU of the
+	// same architecture but another major (the RTX PRO 6000 is 12.0) runs
+	// other kernels; it keeps pricing experts as dense GEMMs. Empty: any.
+	ComputeCapability string `json:"computeCapability,omitempty"`
+	// Rows and HeldOutMAPEPct record what the summary was fitted on and how
+	// it predicts held-out rows of its table.
+	Rows           int     `json:"rows,omitempty"`
+	HeldOutMAPEPct float64 `json:"heldOutMapePct,omitempty"`
+}
+
+// MoEShape is one MoE layer's work on one GPU.
+type MoEShape struct {
+	// Tokens entering the layer (before top-k expansion), TopK experts each,
+	// of Experts routed experts.
+	Tokens, TopK, Experts float64
+	// ExpertParams is one expert's weights held by this GPU (a tp slice, or a
+	// whole expert's share when experts spread over the GPUs).
+	ExpertParams float64
+	// SliceParams is the weights of the matrices one GPU multiplies per
+	// expert: a whole expert under expert parallelism, a tp slice without
+	// it. It sets the tile efficiency; 0 means ExpertParams.
+	SliceParams float64
+	WeightBytes float64
+	// Eager calls pay LaunchUs. Engines capture decode-only iterations in
+	// CUDA graphs, which replay the layer's kernels without launch gaps;
+	// iterations with prompt tokens (and the kernel tables) run eagerly.
+	Eager bool
+}
+
+// Seconds prices the shape on a GPU of peak FLOP/s and bw bytes/s.
+func (k *MoEKernel) Seconds(s MoEShape, peak, bw float64) float64 {
+	rows := math.Max(1, s.Tokens*s.TopK/s.Experts)
+	active := s.Experts * (1 - math.Pow(1-s.TopK/s.Experts, s.Tokens))
+	slice := s.SliceParams
+	if slice <= 0 {
+		slice = s.ExpertParams
+	}
+	size := slice / (slice + k.ParamsHalf)
+	tc := 2 * s.Tokens * s.TopK * s.ExpertParams / (peak * k.Compute * size * rows / (rows + k.RowsHalf))
+	tm := active * s.ExpertParams * s.WeightBytes / (bw * k.Bandwidth)
+	t := smoothMax(tc, tm)
+	if s.Eager {
+		t += k.LaunchUs * 1e-6
+	}
+	return t
+}
+
+func (k *MoEKernel) validate(at string) error {
+	check := func(name string, v, lo, hi float64, fix string) error {
+		if !(v >= lo && v <= hi) {
+			return fmt.Errorf("params: %s.%s = %v: %s", at, name, v, fix)
+		}
+		return nil
+	}
+	for _, err := range []error{
+		check("compute", k.Compute, 1e-3, 1.2, "want a fraction of tensor peak in (0, 1.2]"),
+		check("bandwidth", k.Bandwidth, 1e-3, 1.2, "want a fraction of memory bandwidth in (0, 1.2]"),
+		check("rowsHalf", k.RowsHalf, 0, 1e5, "want rows per expert in [0, 100000]"),
+		check("paramsHalf", k.ParamsHalf, 0, 1e12, "want weights per expert in [0, 1e12]"),
+		check("launchUs", k.LaunchUs, 0, 1e5, "want microseconds in [0, 100000]"),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MoEKernelFor finds the summary for a GPU, backend and weight precision
+// (nil: none fitted for its architecture and compute capability; experts
+// are then priced as dense GEMMs).
+func (p *Params) MoEKernelFor(g *catalog.GPU, b Backend, w catalog.Precision) *MoEKernel {
+	f := p.Families[g.Architecture]
+	if f == nil {
+		return nil
+	}
+	k := f.MoE[b][w]
+	if k == nil || (k.ComputeCapability != "" && k.ComputeCapability != CCMajor(g.ComputeCapability)) {
+		return nil
+	}
+	return k
+}
+
+// CCMajor is the major part of a compute capability ("12.0" -> "12").
+func CCMajor(cc string) string {
+	major, _, _ := strings.Cut(cc, ".")
+	return major
+}

@@ -1,0 +1,184 @@
+package perf
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+func TestMoEKernelSeconds(t *testing.T) {
+	k := MoEKernel{Compute: 0.4, Bandwidth: 0.8, RowsHalf: 32, LaunchUs: 40, ParamsHalf: 1e7}
+	const peak, bw = 1979e12, 4.8e12
+	shape := func(tokens float64) MoEShape {
+		return MoEShape{Tokens: tokens, TopK: 8, Experts: 128, ExpertParams: 3 * 4096 * 1536, WeightBytes: 1}
+	}
+	prev := 0.0
+	for _, n := range []float64{1, 4, 16, 64, 256, 1024, 4096, 16384} {
+		got := k.Seconds(shape(n), peak, bw)
+		if !(got > prev) {
+			t.Errorf("%v tokens: %g s, not more than fewer tokens' %g s", n, got, prev)
+		}
+		prev = got
+	}
+	// One token reads its top-k experts: bandwidth-bound.
+	one := shape(1)
+	if got, want := k.Seconds(one, peak, bw), 8*one.ExpertParams/(bw*0.8); got < want || got > 1.1*want {
+		t.Errorf("one token: %g s, want about the read of 8 experts %g s", got, want)
+	}
+	// Many tokens: compute at Compute x the size and row factors.
+	big := shape(1 << 20)
+	rows := big.Tokens * 8 / 128
+	want := 2 * big.Tokens * 8 * big.ExpertParams / (peak * 0.4 * rows / (rows + 32) * big.ExpertParams / (big.ExpertParams + 1e7))
+	if got := k.Seconds(big, peak, bw); math.Abs(got/want-1) > 0.01 {
+		t.Errorf("compute-bound: %g s, want %g s", got, want)
+	}
+	// Eager calls pay the launch; a whole expert per GPU is faster than a slice.
+	eager := one
+	eager.Eager = true
+	if d := k.Seconds(eager, peak, bw) - k.Seconds(one, peak, bw); math.Abs(d-40e-6) > 1e-12 {
+		t.Errorf("eager call adds %g s, want 40 us", d)
+	}
+	sliced, whole := shape(4096), shape(4096)
+	sliced.ExpertParams /= 8
+	whole.ExpertParams /= 8
+	whole.SliceParams = whole.ExpertParams * 8
+	if k.Seconds(whole, peak, bw) >= k.Seconds(sliced, peak, bw) {
+		t.Error("whole experts (expert parallelism) should run faster than tp slices of the same work")
+	}
+}
+
+func TestParamsRejectBadMoEKernels(t *testing.T) {
+	base, err := MustDefaultParams().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := "families:\n  hopper:\n    moe:\n      vllm:\n        fp8: {compute: 0.3, bandwidth: 0.8, rowsHalf: 50, launchUs: 40, paramsHalf: 3000000}\n"
+	for _, c := range []struct{ moe, want string }{
+		{"      vllm:\n        fp8: {compute: 0, bandwidth: 0.8, rowsHalf: 50, launchUs: 40}\n", "families.hopper.moe.vllm.fp8.compute"},
+		{"      vllm:\n        fp8: {compute: 0.3, bandwidth: 3, rowsHalf: 50, launchUs: 40}\n", "families.hopper.moe.vllm.fp8.bandwidth"},
+		{"      vllm:\n        fp8: {compute: 0.3, bandwidth: 0.8, rowsHalf: -1, launchUs: 40}\n", "rowsHalf"},
+		{"      vllm:\n        fp8: {compute: 0.3, bandwidth: 0.8, rowsHalf: 5, launchUs: 1e9}\n", "launchUs"},
+		{"      vllm:\n        fp8_block: {compute: 0.3, bandwidth: 0.8, rowsHalf: 5, launchUs: 4}\n", `unknown weight precision "fp8_block"`},
+		{"      tgi:\n        fp8: {compute: 0.3, bandwidth: 0.8, rowsHalf: 5, launchUs: 4}\n", "families.hopper.moe.tgi: unknown backend"},
+		{"      vllm:\n        fp8: null\n", "families.hopper.moe.vllm.fp8: empty"},
+	} {
+		doc := mergeHopperMoE(t, base, c.moe)
+		if _, err := ParseParams(doc, "test"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want an error naming %q", c.moe, err, c.want)
+		}
+	}
+	p, err := ParseParams(mergeHopperMoE(t, base, strings.SplitN(good, "moe:\n", 2)[1]), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := catalog.MustDefault()
+	gpu := func(name string) *catalog.GPU {
+		g, err := c.GPU(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	h200 := gpu("h200_sxm")
+	if k := p.MoEKernelFor(h200, VLLM, catalog.FP8); k == nil || k.ParamsHalf != 3e6 {
+		t.Fatalf("summary not found: %+v", k)
+	}
+	volta := *h200
+	volta.Architecture = "volta"
+	if p.MoEKernelFor(h200, SGLang, catalog.FP8) != nil || p.MoEKernelFor(&volta, VLLM, catalog.FP8) != nil {
+		t.Error("found a summary that was not given")
+	}
+	// A summary measured on compute capability 10 (B200) does not price the
+	// RTX PRO 6000 (12.0), a Blackwell that runs other kernels.
+	bw := MustDefaultParams().Clone()
+	bw.Families[catalog.Blackwell].MoE = map[Backend]map[catalog.Precision]*MoEKernel{
+		TRTLLM: {catalog.FP4: {Compute: 0.3, Bandwidth: 0.7, RowsHalf: 50, ComputeCapability: "10"}},
+	}
+	if bw.MoEKernelFor(gpu("b200_sxm"), TRTLLM, catalog.FP4) == nil || bw.MoEKernelFor(gpu("rtx_pro_6000"), TRTLLM, catalog.FP4) != nil {
+		t.Error("a compute-capability-10 summary must price the B200 and not the RTX PRO 6000")
+	}
+}
+
+// mergeHopperMoE puts a moe block into the hopper family of a params file.
+func mergeHopperMoE(t *testing.T, base []byte, moe string) []byte {
+	t.Helper()
+	s := string(base)
+	i := strings.Index(s, "  hopper:\n")
+	if i < 0 {
+		t.Fatal("no hopper family")
+	}
+	// Drop an existing moe block of the family, then add this one.
+	head, tail := s[:i+len("  hopper:\n")], s[i+len("  hopper:\n"):]
+	var kept []string
+	skipping := false
+	for _, line := range strings.SplitAfter(tail, "\n") {
+		switch {
+		case strings.HasPrefix(line, "    moe:"):
+			skipping = true
+			continue
+		case skipping && strings.HasPrefix(line, "      "):
+			continue
+		}
+		skipping = false
+		kept = append(kept, line)
+	}
+	return []byte(head + "    moe:\n" + moe + strings.Join(kept, ""))
+}
+
+// A worker with a summary prices experts by it; decode-only iterations
+// (CUDA graphs) do not pay its launch cost, iterations with prompts do.
+func TestWorkerUsesMoEKernel(t *testing.T) {
+	c := catalog.MustDefault()
+	m, err := c.Model("Qwen/Qwen3-30B-A3B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Device("h200_sxm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Model: m, Device: d, Backend: VLLM, Weights: catalog.FP8, TP: 1}
+	plain := MustDefaultParams().Clone()
+	for _, f := range plain.Families {
+		f.MoE = nil
+	}
+	slow := plain.Clone()
+	slow.Families[catalog.Hopper].MoE = map[Backend]map[catalog.Precision]*MoEKernel{
+		VLLM: {catalog.FP8: {Compute: 0.1, Bandwidth: 0.3, RowsHalf: 64, LaunchUs: 100, ParamsHalf: 1e7}},
+	}
+	wPlain, err := NewWorker(cfg, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wSlow, err := NewWorker(cfg, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := Batch{DecodeSeqs: 32, DecodeCtx: 32 * 2000, Sampled: 32}
+	prefill := Batch{PrefillTokens: 4096, PrefillSeqs: 1, PrefillPairs: 4096 * 4097 / 2, Sampled: 1}
+	for name, b := range map[string]Batch{"decode": decode, "prefill": prefill} {
+		if wSlow.StepTime(b) <= 1.2*wPlain.StepTime(b) {
+			t.Errorf("%s: %g s with a slow MoE kernel, %g s priced as dense GEMMs", name, wSlow.StepTime(b), wPlain.StepTime(b))
+		}
+	}
+	layers := float64(m.MoELayers())
+	if got := wSlow.moeCompute(32, true) - wSlow.moeCompute(32, false); math.Abs(got-100e-6) > 1e-12 {
+		t.Errorf("an eager MoE call adds %g s, want the 100 us launch", got)
+	}
+	// Without the launch cost, decode steps are unchanged and prompt steps
+	// save one launch per MoE layer.
+	free := slow.Clone()
+	free.Families[catalog.Hopper].MoE[VLLM][catalog.FP8].LaunchUs = 0
+	wFree, err := NewWorker(cfg, free)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := wSlow.StepTime(decode), wFree.StepTime(decode); a != b {
+		t.Errorf("decode step %g s with a launch cost, %g s without; graphed steps pay none", a, b)
+	}
+	if d := wSlow.StepTime(prefill) - wFree.StepTime(prefill); math.Abs(d-layers*100e-6) > 1e-9 {
+		t.Errorf("prompt step pays %g s of launches, want %g s (%v MoE layers)", d, layers*100e-6, layers)
+	}
+}
