@@ -27,3 +27,19 @@ func BenchmarkGEMMTime(b *testing.B) {
 		s.GEMMTime("fp8", 37, 10240, 5120)
 	}
 }
+
+// BenchmarkMoESummary is what --kernels adds the first time an MoE model
+// runs on a system and backend: reading its moe_perf table and fitting the
+// summary of one precision.
+func BenchmarkMoESummary(b *testing.B) {
+	dir := sharedtest.Path(b, "reference", "kernels")
+	for b.Loop() {
+		s, err := Load(dir, "h200_sxm", "vllm")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if k, err := s.MoEKernel("fp8"); err != nil || k == nil {
+			b.Fatalf("no summary: %v", err)
+		}
+	}
+}
