@@ -163,7 +163,9 @@ func parseMoE(name string, rd io.Reader, system string, gpu GPU) ([]MoERow, erro
 		return nil, err
 	}
 	hasBlock := slices.Contains(classes, string(catalog.FP8))
-	out := all[:0]
+	// A new slice: appending into all's own array would overwrite rows
+	// that later map entries still point at.
+	out := make([]MoERow, 0, len(fastest))
 	for k, i := range fastest {
 		if k.class == "fp8-per-tensor" && hasBlock {
 			continue

@@ -3,6 +3,7 @@ package kernels
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -187,4 +188,32 @@ func FuzzParseMoE(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Every distinct shape comes out once, with its own latency, whatever the
+// map order the rows were gathered in.
+func TestParseMoEKeepsEveryShape(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(moeHeader)
+	want := map[float64]float64{}
+	for i := 1; i <= 200; i++ {
+		b.WriteString("X,1,H200,moe,a,bfloat16," + strconv.Itoa(i) + ",4096,1536,8,128,1,1,balanced," + strconv.FormatFloat(float64(i)/100, 'f', -1, 64) + "\n")
+		want[float64(i)] = float64(i) / 100 * 1e-3
+	}
+	for range 5 {
+		rows, err := parseMoE("t.csv", strings.NewReader(b.String()), "h200_sxm", testGPU)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != len(want) {
+			t.Fatalf("%d rows, want %d", len(rows), len(want))
+		}
+		seen := map[float64]bool{}
+		for _, r := range rows {
+			if seen[r.Shape.Tokens] || math.Abs(r.Seconds-want[r.Shape.Tokens]) > 1e-15 {
+				t.Fatalf("row %v tokens at %v s: duplicated or not its own latency (%v s)", r.Shape.Tokens, r.Seconds, want[r.Shape.Tokens])
+			}
+			seen[r.Shape.Tokens] = true
+		}
+	}
 }

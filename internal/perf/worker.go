@@ -109,8 +109,9 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		// slower (TensorRT-LLM FP8 at 8192 tokens: tp4 3.3 ms against 1.4 ms
 		// for ep4), but priced so, the measured runs at tp 4-8 came out
 		// slower than measured (max-throughput tables 24.7% MAPE against
-		// 21.1%, MoE TPOT 27.1% against 25.2%): engines and benchmarks
-		// choose layouts that keep expert GEMMs large.
+		// 21.1%, MoE TPOT 27.1% against 25.2%, with a first fit of the
+		// summaries): engines and benchmarks choose layouts that keep expert
+		// GEMMs large.
 		w.expertSlice = m.ExpertParams()
 		w.topK = float64(m.MoE.ExpertsPerToken)
 		k, err := w.moeKernelFor(p)
