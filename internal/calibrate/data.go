@@ -223,9 +223,8 @@ func siliconCase(t *csvTable, row []string, resolve func(string) (bool, bool)) (
 		q.Concurrency, _ = strconv.Atoi(m[1])
 		q.PrefillTP, q.PrefillPP, q.PrefillWorkers = geti("prefill_tp_size"), geti("prefill_pp_size"), geti("prefill_num_workers")
 		q.DecodeTP, q.DecodePP, q.DecodeWorkers = geti("decode_tp_size"), geti("decode_pp_size"), geti("decode_num_workers")
-		if err == nil && (q.PrefillWorkers < 1 || q.DecodeWorkers < 1) {
-			return c, "disaggregated row without prefill and decode worker counts", nil
-		}
+		// A row without worker counts is estimated as a user's query without
+		// them is: with the pools sized to its concurrency (serving.PoolSizes).
 		q.PrefillDP, q.DecodeDP = geti("prefill_attention_dp_size"), geti("decode_attention_dp_size")
 		if !dense {
 			q.PrefillEP, q.DecodeEP = geti("prefill_moe_ep_size"), geti("decode_moe_ep_size")

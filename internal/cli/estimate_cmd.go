@@ -36,6 +36,9 @@ func (t estimateTable) Rows() [][]string {
 		rows = append(rows, []string{"prefill", fmt.Sprintf("%d worker(s) x tp%d", o.Prefill, o.PrefillTP)},
 			[]string{"decode", fmt.Sprintf("%d worker(s) x tp%d", o.Decode, o.DecodeTP)},
 			[]string{"kv transfer", fmt.Sprintf("%.2f ms", o.KVTransferMs)})
+		if o.PoolsSized {
+			rows = append(rows, []string{"pools", "sized to the concurrency (no worker counts given)"})
+		}
 	} else {
 		rows = append(rows, []string{"parallelism", fmt.Sprintf("%d worker(s) x tp%d pp%d", o.Workers, o.TP, o.PP)})
 	}
@@ -190,8 +193,8 @@ func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
 	fl.IntVar(&q.DecodeEP, "decode-ep", 0, "expert parallelism of a decode worker (mode disagg; default: --ep)")
 	fl.IntVar(&q.PrefillDP, "prefill-dp", 0, "attention data parallelism of a prefill worker (mode disagg)")
 	fl.IntVar(&q.DecodeDP, "decode-dp", 0, "attention data parallelism of a decode worker (mode disagg)")
-	fl.IntVar(&q.PrefillWorkers, "prefill-workers", q.PrefillWorkers, "prefill workers (mode disagg)")
-	fl.IntVar(&q.DecodeWorkers, "decode-workers", q.DecodeWorkers, "decode workers (mode disagg)")
+	fl.IntVar(&q.PrefillWorkers, "prefill-workers", q.PrefillWorkers, "prefill workers (mode disagg; default: as many as keep up with the decode pool at this concurrency)")
+	fl.IntVar(&q.DecodeWorkers, "decode-workers", q.DecodeWorkers, "decode workers (mode disagg; default: as many as hold every user's sequence at once)")
 	fl.BoolVar(sameNode, "same-node", false, "prefill and decode share a node or NVLink domain (default: when they fit in one)")
 	fl.IntVar(&q.ISL, "isl", q.ISL, "input (prompt) tokens per request")
 	fl.IntVar(&q.OSL, "osl", q.OSL, "output tokens per request")

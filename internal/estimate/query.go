@@ -57,7 +57,7 @@ type Query struct {
 // workload on one H100.
 func Defaults() Query {
 	return Query{Model: "Qwen/Qwen3-32B", GPU: "h100_sxm", Precision: "fp8", Backend: "vllm", Mode: "agg",
-		TP: 1, PP: 1, Workers: 1, PrefillWorkers: 1, DecodeWorkers: 1, ISL: 4000, OSL: 500, Concurrency: 32}
+		TP: 1, PP: 1, Workers: 1, ISL: 4000, OSL: 500, Concurrency: 32}
 }
 
 // Env is what an estimate reads: the catalog and the model parameters.
@@ -85,9 +85,12 @@ type Output struct {
 	Prefill   int    `json:"prefill_workers,omitempty"`
 	Decode    int    `json:"decode_workers,omitempty"`
 	Workers   int    `json:"workers,omitempty"`
-	ISL       int    `json:"isl"`
-	OSL       int    `json:"osl"`
-	Harness   string `json:"harness"`
+	// PoolsSized says the query gave no worker counts and the prefill and
+	// decode counts above were sized to its concurrency (serving.PoolSizes).
+	PoolsSized bool   `json:"pools_sized,omitempty"`
+	ISL        int    `json:"isl"`
+	OSL        int    `json:"osl"`
+	Harness    string `json:"harness"`
 	// TTFTInterval and TPOTInterval are 80% intervals (p10, p90) from the
 	// held-out errors of this kind of query, when the parameters carry them.
 	TTFTInterval *[2]float64 `json:"ttft_ms_interval,omitempty"`
@@ -226,15 +229,30 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 			return nil, fmt.Errorf("decode: %w", err)
 		}
 		pdp, ddp := pw.Config().DP, dw.Config().DP
-		same := pc.TP*pdp*q.PrefillWorkers+dc.TP*ddp*q.DecodeWorkers <= dev.GPU.MaxTP()
+		np, nd := q.PrefillWorkers, q.DecodeWorkers
+		if np == 0 || nd == 0 {
+			// No counts given: the pools a deployment for this many users runs.
+			pe, de, err := serving.PoolSizes(pw, dw, wl, nd*ddp)
+			if err != nil {
+				return nil, err
+			}
+			if np == 0 {
+				np = min(ceilDiv(pe, pdp), maxParallel/pdp)
+			}
+			if nd == 0 {
+				nd = min(ceilDiv(de, ddp), maxParallel/ddp)
+			}
+			out.PoolsSized = true
+		}
+		same := pc.TP*pdp*np+dc.TP*ddp*nd <= dev.GPU.MaxTP()
 		if q.SameNode != nil {
 			same = *q.SameNode
 		}
 		cfgUsed = dw.Config()
 		out.PrefillTP, out.DecodeTP, out.PrefillDP, out.DecodeDP = pw.Config().TP, cfgUsed.TP, pdp, ddp
-		out.Prefill, out.Decode = q.PrefillWorkers, q.DecodeWorkers
-		res, err = serving.Disaggregated(serving.Disagg{Prefill: pw, Decode: dw, PrefillWorkers: q.PrefillWorkers * pdp,
-			DecodeWorkers: q.DecodeWorkers * ddp, SameDomain: same}, wl, opt)
+		out.Prefill, out.Decode = np, nd
+		res, err = serving.Disaggregated(serving.Disagg{Prefill: pw, Decode: dw, PrefillWorkers: np * pdp,
+			DecodeWorkers: nd * ddp, SameDomain: same}, wl, opt)
 		if err = fitHint(err, cfgUsed, env, q.ISL+q.OSL); err != nil && res == nil {
 			return nil, err
 		}
@@ -245,6 +263,8 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 	}
 	return nil, fmt.Errorf("mode: %q is not agg or disagg", q.Mode)
 }
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 func fitHint(err error, cfg perf.Config, env Env, seq int) error {
 	var fe *perf.FitError

@@ -171,3 +171,41 @@ func TestRunAttentionDP(t *testing.T) {
 		}
 	}
 }
+
+// A disaggregated query without worker counts gets pools sized to its
+// users, in whole workers of dp engines, and says so; given counts are kept.
+func TestRunSizesPoolsWithoutCounts(t *testing.T) {
+	q := Defaults()
+	q.Model, q.GPU, q.Backend, q.Precision, q.Mode = "deepseek-ai/DeepSeek-R1", "b200_sxm", "sglang", "fp8", "disagg"
+	q.TP, q.PrefillTP, q.DecodeTP, q.DecodeDP, q.DecodeEP, q.ISL, q.OSL = 0, 8, 1, 8, 8, 8192, 1024
+	var gpus []int
+	for _, c := range []int{1, 4096} {
+		q.Concurrency = c
+		out, err := Run(env(), q, serving.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.PoolsSized || out.Prefill < 1 || out.Decode < 1 || out.GPUs != out.Prefill*8+out.Decode*8 {
+			t.Fatalf("%d users: sized %v, %dP+%dD on %d GPUs", c, out.PoolsSized, out.Prefill, out.Decode, out.GPUs)
+		}
+		gpus = append(gpus, out.GPUs)
+	}
+	if gpus[1] <= gpus[0] {
+		t.Errorf("4,096 users on %d GPUs, no more than 1 user's %d", gpus[1], gpus[0])
+	}
+	q.DecodeWorkers = 3
+	out, err := Run(env(), q, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.PoolsSized || out.Decode != 3 || out.Prefill < 1 {
+		t.Errorf("decode_workers 3 given: sized %v, %dP+%dD", out.PoolsSized, out.Prefill, out.Decode)
+	}
+	q.PrefillWorkers = 2
+	if out, err = Run(env(), q, serving.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if out.PoolsSized || out.Prefill != 2 || out.Decode != 3 {
+		t.Errorf("both counts given: sized %v, %dP+%dD", out.PoolsSized, out.Prefill, out.Decode)
+	}
+}

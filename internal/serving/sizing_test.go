@@ -1,0 +1,130 @@
+package serving
+
+import (
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// decodeStep is a decode iteration of b sequences at the workload's mean context.
+func decodeStep(w *perf.Worker, wl Workload, b int) float64 {
+	ctx := float64(wl.ISL) + float64(wl.OSL)/2
+	return w.StepTime(perf.Batch{DecodeSeqs: b, DecodeCtx: float64(b) * ctx, Sampled: b})
+}
+
+// The sizing against a brute-force oracle: the fewest decode engines whose
+// batch stays resident and within the knee (scanned batch by batch), and
+// the fewest prefill engines whose rate covers the request rate.
+func TestPoolSizesMatchOracle(t *testing.T) {
+	pre := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 1)
+	dec := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 2)
+	for _, wl := range []Workload{
+		{ISL: 4000, OSL: 500, Concurrency: 1},
+		{ISL: 4000, OSL: 500, Concurrency: 200},
+		{ISL: 1000, OSL: 1000, Concurrency: 64},
+		{ISL: 20000, OSL: 200, Concurrency: 30},
+		{ISL: 128, OSL: 2000, Concurrency: 900},
+	} {
+		pe, de, err := PoolSizes(pre, dec, wl, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc := dec.Config()
+		resident := min(dc.MaxSeqs, dec.Memory().KVTokens/(wl.ISL+wl.OSL))
+		knee := 1
+		for b := 1; b <= resident; b++ {
+			if decodeStep(dec, wl, b) <= kneeFactor*decodeStep(dec, wl, 1) {
+				knee = b
+			}
+		}
+		wantDe := 1
+		for (wl.Concurrency+wantDe-1)/wantDe > knee {
+			wantDe++
+		}
+		if de != wantDe {
+			t.Errorf("%+v: %d decode engines, oracle %d (knee %d, resident %d)", wl, de, wantDe, knee, resident)
+		}
+		perPrompt, rate := prefillRate(pre, pre.Config(), wl.ISL, wl.Concurrency)
+		b := (wl.Concurrency + de - 1) / de
+		demand := float64(wl.Concurrency) / (perPrompt + float64(wl.OSL-1)*decodeStep(dec, wl, b))
+		wantPe := 1
+		for float64(wantPe)*rate < demand*(1-1e-9) {
+			wantPe++
+		}
+		if pe != wantPe {
+			t.Errorf("%+v: %d prefill engines, oracle %d (demand %.2f/s, %.2f/s an engine)", wl, pe, wantPe, demand, rate)
+		}
+	}
+}
+
+func TestPoolSizesGrowWithUsers(t *testing.T) {
+	pre := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 1)
+	dec := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 4)
+	lastP, lastD := 0, 0
+	for _, c := range []int{1, 8, 64, 256, 1024, 4096} {
+		pe, de, err := PoolSizes(pre, dec, Workload{ISL: 4000, OSL: 500, Concurrency: c}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pe < lastP || de < lastD {
+			t.Errorf("%d users: %dP+%dD, fewer than %dP+%dD for fewer users", c, pe, de, lastP, lastD)
+		}
+		lastP, lastD = pe, de
+	}
+	if lastP < 2 || lastD < 2 {
+		t.Errorf("4,096 users of 4000/500 tokens on %dP+%dD: the pools did not grow", lastP, lastD)
+	}
+}
+
+// A given decode pool is kept and the prefill pool sized against it: a
+// bigger decode pool runs smaller batches, faster steps, more requests/s.
+func TestPoolSizesKeepGivenDecode(t *testing.T) {
+	pre := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 1)
+	dec := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 2)
+	wl := Workload{ISL: 4000, OSL: 500, Concurrency: 512}
+	p1, d1, err := PoolSizes(pre, dec, wl, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p8, d8, err := PoolSizes(pre, dec, wl, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d1 != 1 || d8 != 8 {
+		t.Fatalf("given 1 and 8 decode engines, got %d and %d", d1, d8)
+	}
+	if p8 <= p1 {
+		t.Errorf("prefill engines for 8 decode engines (%d) should exceed those for 1 (%d)", p8, p1)
+	}
+}
+
+// The sized deployment serves its users without the prefill queue that one
+// prefill and one decode engine build at the same concurrency.
+func TestSizedPoolsBeatOneAndOne(t *testing.T) {
+	pre := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 1)
+	dec := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 2)
+	wl := Workload{ISL: 4000, OSL: 500, Concurrency: 200}
+	pe, de, err := PoolSizes(pre, dec, wl, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sized, err := Disaggregated(Disagg{Prefill: pre, Decode: dec, PrefillWorkers: pe, DecodeWorkers: de}, wl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := Disaggregated(Disagg{Prefill: pre, Decode: dec, PrefillWorkers: 1, DecodeWorkers: 1}, wl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pe < 2 || sized.TTFTms > one.TTFTms/2 || sized.OutputTokensPerS < one.OutputTokensPerS {
+		t.Errorf("%dP+%dD: TTFT %.0f ms, %.0f tok/s; 1P+1D: %.0f ms, %.0f tok/s", pe, de, sized.TTFTms, sized.OutputTokensPerS,
+			one.TTFTms, one.OutputTokensPerS)
+	}
+}
+
+func TestPoolSizesRejectsBadWorkload(t *testing.T) {
+	w := worker(t, "Qwen/Qwen3-8B", "h100_sxm", 1)
+	if _, _, err := PoolSizes(w, w, Workload{ISL: 0, OSL: 10, Concurrency: 1}, 0); err == nil {
+		t.Error("isl 0 accepted")
+	}
+}
