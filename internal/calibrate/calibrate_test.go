@@ -85,18 +85,28 @@ func TestMalformedRowsNameTheLine(t *testing.T) {
 	}
 }
 
-func TestDisaggRowWithoutWorkersIsSkipped(t *testing.T) {
+// A disaggregated row without worker counts is predicted as a user's query
+// without them is: with pools sized to its concurrency.
+func TestDisaggRowWithoutWorkersIsSized(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "silicon_calibration.csv"), []byte(
 		"id,silicon_data_source,backend,model_path,system,mode,isl,osl,prefill_num_workers,prefill_tp_size,decode_num_workers,decode_tp_size,silicon_ttft_ms,silicon_tpot_ms\n"+
-			"a,silicon_concurrency=8,vllm,Qwen/Qwen3-32B,h100_sxm,disagg,1000,100,,1,,1,100,10\n"+
+			"a,silicon_concurrency=300,vllm,Qwen/Qwen3-32B,h100_sxm,disagg,1000,100,,1,,1,100,10\n"+
 			"b,silicon_concurrency=8,vllm,Qwen/Qwen3-32B,h100_sxm,disagg,1000,100,1,1,2,1,100,10\n"), 0o644)
 	ds, err := LoadDir(dir, catalog.MustDefault())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ds.Cases) != 1 || ds.Cases[0].ID != "b" || len(ds.Skipped) != 1 || !strings.Contains(ds.Skipped[0].Reason, "worker counts") {
+	if len(ds.Cases) != 2 || len(ds.Skipped) != 0 {
 		t.Fatalf("cases %+v, skipped %+v", ds.Cases, ds.Skipped)
+	}
+	a, b := ds.Cases[0].Query, ds.Cases[1].Query
+	if a.PrefillWorkers != 0 || a.DecodeWorkers != 0 || b.PrefillWorkers != 1 || b.DecodeWorkers != 2 {
+		t.Fatalf("worker counts %d/%d and %d/%d, want 0/0 (to size) and 1/2", a.PrefillWorkers, a.DecodeWorkers, b.PrefillWorkers, b.DecodeWorkers)
+	}
+	preds := Predict(estimate.Env{Catalog: catalog.MustDefault(), Params: perf.MustDefaultParams()}, ds.Cases)
+	if preds[0].Err != "" || !(preds[0].PredTTFTms > 0) || preds[1].Err != "" {
+		t.Fatalf("predictions %+v", preds)
 	}
 }
 

@@ -335,3 +335,53 @@ func TestCatalogFileRanges(t *testing.T) {
 		}
 	}
 }
+
+// Gated delta-net hybrids: the linear layers keep a state, not a KV cache,
+// and a config that cannot say which layers are linear is an error naming
+// the field.
+func TestHFConfigHybridLinearAttention(t *testing.T) {
+	m, err := LoadHFConfig("testdata/hybrid-linear-config.json", "example/next")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Linear == nil || m.Linear.Layers != 36 || m.FullAttentionLayers() != 12 || m.MoE.SharedExperts != 1 {
+		t.Fatalf("parsed %+v (linear %+v), %d full-attention layers", m, m.Linear, m.FullAttentionLayers())
+	}
+	// The catalog entry of the same architecture costs the same.
+	next, err := MustDefault().Model("qwen3-next-80b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(m.TotalParams()-next.TotalParams()) > 1 || m.KVBytesPerToken(BF16) != next.KVBytesPerToken(BF16) {
+		t.Fatalf("config: %g params, %g KV B/token; catalog: %g, %g", m.TotalParams(), m.KVBytesPerToken(BF16), next.TotalParams(), next.KVBytesPerToken(BF16))
+	}
+	// KV grows only in the 12 full layers: 2 x 2 heads x 256 x 2 bytes each.
+	if got := m.KVBytesPerToken(BF16); got != 12*2*2*256*2 {
+		t.Errorf("KV bytes per token %g, want %d", got, 12*2*2*256*2)
+	}
+	// fp32 state 32 x 128 x 128 plus a 3-wide conv window over q, k, v in bf16.
+	if got, want := m.Linear.StateBytes(), float64(32*128*128*4+3*(2*16*128+32*128)*2); got != want {
+		t.Errorf("state bytes per layer %g, want %g", got, want)
+	}
+	for name, spoil := range map[string]string{
+		"full_attention_interval":                             `"full_attention_interval": 0, "linear_num_value_heads": 32`,
+		"linear_num_key_heads":                                `"linear_num_key_heads": 0`,
+		"linearAttention.layers (48) and slidingWindowLayers": `"full_attention_interval": 100`,
+	} {
+		b, _ := os.ReadFile("testdata/hybrid-linear-config.json")
+		key := strings.SplitN(spoil, ":", 2)[0]
+		bad := strings.Replace(string(b), "\n  "+key+":", "\n  \"_ignored\":", 1)
+		bad = strings.Replace(bad, "{\n", "{\n  "+spoil+",\n", 1)
+		if _, err := ParseHFConfig([]byte(bad), "x"); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+	q35, err := MustDefault().Model("Qwen/Qwen3.5-397B-A17B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The name's sizes: 397B in all, 17B active.
+	if tot, act := q35.TotalParams()/1e9, q35.ActiveParams()/1e9; math.Abs(tot-397) > 8 || math.Abs(act-17) > 1.5 {
+		t.Errorf("Qwen3.5-397B-A17B: %.1fB params, %.1fB active", tot, act)
+	}
+}

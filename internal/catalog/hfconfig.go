@@ -11,35 +11,43 @@ import (
 // hfConfig is the subset of a Hugging Face config.json that shapes serving
 // cost. Other keys (tokenizer ids, rope details, ...) do not change the cost.
 type hfConfig struct {
-	NameOrPath            string          `json:"_name_or_path"`
-	Architectures         []string        `json:"architectures"`
-	NumHiddenLayers       int             `json:"num_hidden_layers"`
-	HiddenSize            int             `json:"hidden_size"`
-	NumAttentionHeads     int             `json:"num_attention_heads"`
-	NumKeyValueHeads      int             `json:"num_key_value_heads"`
-	HeadDim               int             `json:"head_dim"`
-	IntermediateSize      int             `json:"intermediate_size"`
-	VocabSize             int             `json:"vocab_size"`
-	TieWordEmbeddings     bool            `json:"tie_word_embeddings"`
-	MaxPositionEmbeddings int             `json:"max_position_embeddings"`
-	TorchDtype            string          `json:"torch_dtype"`
-	Dtype                 string          `json:"dtype"`
-	NumExperts            int             `json:"num_experts"`
-	NumLocalExperts       int             `json:"num_local_experts"`
-	NRoutedExperts        int             `json:"n_routed_experts"`
-	NumExpertsPerTok      int             `json:"num_experts_per_tok"`
-	MoEIntermediateSize   int             `json:"moe_intermediate_size"`
-	NSharedExperts        int             `json:"n_shared_experts"`
-	FirstKDenseReplace    int             `json:"first_k_dense_replace"`
-	KVLoraRank            int             `json:"kv_lora_rank"`
-	QLoraRank             int             `json:"q_lora_rank"`
-	QKNopeHeadDim         int             `json:"qk_nope_head_dim"`
-	QKRopeHeadDim         int             `json:"qk_rope_head_dim"`
-	VHeadDim              int             `json:"v_head_dim"`
-	SlidingWindow         *int            `json:"sliding_window"`
-	LayerTypes            []string        `json:"layer_types"`
-	QuantizationConfig    *hfQuantization `json:"quantization_config"`
-	TextConfig            *hfConfig       `json:"text_config"`
+	NameOrPath            string   `json:"_name_or_path"`
+	Architectures         []string `json:"architectures"`
+	NumHiddenLayers       int      `json:"num_hidden_layers"`
+	HiddenSize            int      `json:"hidden_size"`
+	NumAttentionHeads     int      `json:"num_attention_heads"`
+	NumKeyValueHeads      int      `json:"num_key_value_heads"`
+	HeadDim               int      `json:"head_dim"`
+	IntermediateSize      int      `json:"intermediate_size"`
+	VocabSize             int      `json:"vocab_size"`
+	TieWordEmbeddings     bool     `json:"tie_word_embeddings"`
+	MaxPositionEmbeddings int      `json:"max_position_embeddings"`
+	TorchDtype            string   `json:"torch_dtype"`
+	Dtype                 string   `json:"dtype"`
+	NumExperts            int      `json:"num_experts"`
+	NumLocalExperts       int      `json:"num_local_experts"`
+	NRoutedExperts        int      `json:"n_routed_experts"`
+	NumExpertsPerTok      int      `json:"num_experts_per_tok"`
+	MoEIntermediateSize   int      `json:"moe_intermediate_size"`
+	NSharedExperts        int      `json:"n_shared_experts"`
+	FirstKDenseReplace    int      `json:"first_k_dense_replace"`
+	KVLoraRank            int      `json:"kv_lora_rank"`
+	QLoraRank             int      `json:"q_lora_rank"`
+	QKNopeHeadDim         int      `json:"qk_nope_head_dim"`
+	QKRopeHeadDim         int      `json:"qk_rope_head_dim"`
+	VHeadDim              int      `json:"v_head_dim"`
+	SlidingWindow         *int     `json:"sliding_window"`
+	LayerTypes            []string `json:"layer_types"`
+	// Gated delta-net hybrids (Qwen3-Next, Qwen3.5).
+	FullAttentionInterval        int             `json:"full_attention_interval"`
+	LinearNumKeyHeads            int             `json:"linear_num_key_heads"`
+	LinearNumValueHeads          int             `json:"linear_num_value_heads"`
+	LinearKeyHeadDim             int             `json:"linear_key_head_dim"`
+	LinearValueHeadDim           int             `json:"linear_value_head_dim"`
+	LinearConvKernelDim          int             `json:"linear_conv_kernel_dim"`
+	SharedExpertIntermediateSize int             `json:"shared_expert_intermediate_size"`
+	QuantizationConfig           *hfQuantization `json:"quantization_config"`
+	TextConfig                   *hfConfig       `json:"text_config"`
 }
 
 type hfQuantization struct {
@@ -110,6 +118,16 @@ func ParseHFConfig(b []byte, name string) (*Model, error) {
 		}
 		m.MoE = &MoE{Experts: experts, ExpertsPerToken: c.NumExpertsPerTok, SharedExperts: c.NSharedExperts,
 			IntermediateSize: inter, FirstDenseLayers: c.FirstKDenseReplace}
+		if c.NSharedExperts == 0 && c.SharedExpertIntermediateSize > 0 && inter > 0 {
+			// Qwen-style: one shared expert, sized in expert widths.
+			m.MoE.SharedExperts = max(1, (c.SharedExpertIntermediateSize+inter/2)/inter)
+		}
+	}
+	if lin, err := linearLayers(&c); err != nil {
+		return nil, err
+	} else if lin > 0 {
+		m.Linear = &LinearAttention{Layers: lin, KeyHeads: c.LinearNumKeyHeads, ValueHeads: c.LinearNumValueHeads,
+			KeyHeadDim: c.LinearKeyHeadDim, ValueHeadDim: c.LinearValueHeadDim, ConvKernel: c.LinearConvKernelDim}
 	}
 	if c.KVLoraRank > 0 {
 		m.MLA = &MLA{KVLoraRank: c.KVLoraRank, QLoraRank: c.QLoraRank, QKNopeHeadDim: c.QKNopeHeadDim,
@@ -144,6 +162,31 @@ func ParseHFConfig(b []byte, name string) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// linearLayers counts gated delta-net layers: from layer_types when given,
+// else every layer but each full_attention_interval-th.
+func linearLayers(c *hfConfig) (int, error) {
+	if c.LinearNumValueHeads == 0 && c.FullAttentionInterval == 0 {
+		return 0, nil
+	}
+	n := 0
+	for _, t := range c.LayerTypes {
+		if t == "linear_attention" {
+			n++
+		}
+	}
+	if len(c.LayerTypes) == 0 {
+		if c.FullAttentionInterval < 1 {
+			return 0, fmt.Errorf("full_attention_interval: %d; a hybrid model needs it (or layer_types) to say which layers are full attention", c.FullAttentionInterval)
+		}
+		n = c.NumHiddenLayers - c.NumHiddenLayers/c.FullAttentionInterval
+	}
+	if n > 0 && (c.LinearNumValueHeads < 1 || c.LinearNumKeyHeads < 1 || c.LinearKeyHeadDim < 1 || c.LinearValueHeadDim < 1) {
+		return 0, fmt.Errorf("linear_num_key_heads, linear_num_value_heads, linear_key_head_dim and linear_value_head_dim: %d, %d, %d, %d; all must be > 0 for %d linear-attention layers",
+			c.LinearNumKeyHeads, c.LinearNumValueHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim, n)
+	}
+	return n, nil
 }
 
 func firstNonEmpty(s ...string) string {

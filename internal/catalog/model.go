@@ -4,23 +4,26 @@ import "fmt"
 
 // Model is a transformer's architecture, as far as serving cost depends on it.
 type Model struct {
-	Name                  string    `json:"name"`
-	Aliases               []string  `json:"aliases,omitempty"`
-	Architecture          string    `json:"architecture,omitempty"`
-	Layers                int       `json:"layers"`
-	HiddenSize            int       `json:"hiddenSize"`
-	AttentionHeads        int       `json:"attentionHeads"`
-	KVHeads               int       `json:"kvHeads"`
-	HeadDim               int       `json:"headDim"`
-	IntermediateSize      int       `json:"intermediateSize"`
-	MoE                   *MoE      `json:"moe,omitempty"`
-	MLA                   *MLA      `json:"mla,omitempty"`
-	SlidingWindow         int       `json:"slidingWindow,omitempty"`
-	SlidingWindowLayers   int       `json:"slidingWindowLayers,omitempty"`
-	VocabSize             int       `json:"vocabSize"`
-	TieWordEmbeddings     bool      `json:"tieWordEmbeddings,omitempty"`
-	MaxPositionEmbeddings int       `json:"maxPositionEmbeddings,omitempty"`
-	NativeDtype           Precision `json:"nativeDtype,omitempty"`
+	Name             string   `json:"name"`
+	Aliases          []string `json:"aliases,omitempty"`
+	Architecture     string   `json:"architecture,omitempty"`
+	Layers           int      `json:"layers"`
+	HiddenSize       int      `json:"hiddenSize"`
+	AttentionHeads   int      `json:"attentionHeads"`
+	KVHeads          int      `json:"kvHeads"`
+	HeadDim          int      `json:"headDim"`
+	IntermediateSize int      `json:"intermediateSize"`
+	MoE              *MoE     `json:"moe,omitempty"`
+	MLA              *MLA     `json:"mla,omitempty"`
+	// Linear is set for hybrid models whose other layers are gated
+	// delta-net (linear attention) layers.
+	Linear                *LinearAttention `json:"linearAttention,omitempty"`
+	SlidingWindow         int              `json:"slidingWindow,omitempty"`
+	SlidingWindowLayers   int              `json:"slidingWindowLayers,omitempty"`
+	VocabSize             int              `json:"vocabSize"`
+	TieWordEmbeddings     bool             `json:"tieWordEmbeddings,omitempty"`
+	MaxPositionEmbeddings int              `json:"maxPositionEmbeddings,omitempty"`
+	NativeDtype           Precision        `json:"nativeDtype,omitempty"`
 }
 
 // MoE describes mixture-of-experts feed-forward layers.
@@ -42,8 +45,57 @@ type MLA struct {
 	VHeadDim      int `json:"vHeadDim"`
 }
 
-// AttentionParams is the weight count of one layer's attention projections.
+// LinearAttention describes gated delta-net layers (Qwen3-Next, Qwen3.5):
+// each keeps a recurrent state per sequence, a keyHeadDim x valueHeadDim
+// matrix per value head, instead of a KV cache that grows with the context.
+type LinearAttention struct {
+	// Layers is how many of the model's layers are linear.
+	Layers       int `json:"layers"`
+	KeyHeads     int `json:"keyHeads"`
+	ValueHeads   int `json:"valueHeads"`
+	KeyHeadDim   int `json:"keyHeadDim"`
+	ValueHeadDim int `json:"valueHeadDim"`
+	// ConvKernel is the short causal convolution's width (its last
+	// ConvKernel-1 inputs are kept per sequence).
+	ConvKernel int `json:"convKernel,omitempty"`
+}
+
+// Params is the weight count of one linear layer: the q, k, v and output
+// gate projections, the per-head decay and beta, and the output projection.
+func (l *LinearAttention) Params(hidden int) float64 {
+	h := float64(hidden)
+	kd, vd := float64(l.KeyHeads*l.KeyHeadDim), float64(l.ValueHeads*l.ValueHeadDim)
+	return h*(2*kd+2*vd) + h*2*float64(l.ValueHeads) + vd*h
+}
+
+// StateBytes is one sequence's recurrent state in one linear layer: the
+// fp32 state matrices (engines keep them in fp32 for stability) and the
+// convolution's window in bf16.
+func (l *LinearAttention) StateBytes() float64 {
+	st := float64(l.ValueHeads*l.KeyHeadDim*l.ValueHeadDim) * 4
+	conv := float64(max(l.ConvKernel-1, 0)*(2*l.KeyHeads*l.KeyHeadDim+l.ValueHeads*l.ValueHeadDim)) * 2
+	return st + conv
+}
+
+// LinearLayers is how many layers are linear attention.
+func (m *Model) LinearLayers() int {
+	if m.Linear == nil {
+		return 0
+	}
+	return m.Linear.Layers
+}
+
+// AttentionParams is the weight count of one layer's attention projections,
+// averaged over the layers when some are linear attention.
 func (m *Model) AttentionParams() float64 {
+	if n := m.LinearLayers(); n > 0 {
+		full := float64(m.Layers - n)
+		return (full*m.softmaxAttentionParams() + float64(n)*m.Linear.Params(m.HiddenSize)) / float64(m.Layers)
+	}
+	return m.softmaxAttentionParams()
+}
+
+func (m *Model) softmaxAttentionParams() float64 {
 	h := float64(m.HiddenSize)
 	if m.MLA != nil {
 		a := m.MLA
@@ -124,10 +176,11 @@ func (m *Model) KVElementsPerTokenLayer() float64 {
 
 // FullAttentionLayers is the number of layers whose KV grows with the context.
 func (m *Model) FullAttentionLayers() int {
+	n := m.Layers - m.LinearLayers()
 	if m.SlidingWindow > 0 {
-		return m.Layers - m.SlidingWindowLayers
+		n -= m.SlidingWindowLayers
 	}
-	return m.Layers
+	return n
 }
 
 // KVBytesPerToken is the KV-cache size of one token of context across all
@@ -186,6 +239,23 @@ func (m *Model) Validate() error {
 	if m.MoE != nil && (m.MoE.Experts > 100_000 || m.MoE.SharedExperts < 0 || m.MoE.FirstDenseLayers < 0 || m.MoE.FirstDenseLayers > m.Layers) {
 		return fmt.Errorf("model %q: moe: experts %d (at most 100,000), sharedExperts %d and firstDenseLayers %d (0 to layers) out of range",
 			m.Name, m.MoE.Experts, m.MoE.SharedExperts, m.MoE.FirstDenseLayers)
+	}
+	if l := m.Linear; l != nil {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"layers", l.Layers}, {"keyHeads", l.KeyHeads}, {"valueHeads", l.ValueHeads}, {"keyHeadDim", l.KeyHeadDim}, {"valueHeadDim", l.ValueHeadDim}} {
+			if f.v < 1 || f.v > 100_000 {
+				return fmt.Errorf("model %q: linearAttention.%s: %d must be 1 to 100,000", m.Name, f.name, f.v)
+			}
+		}
+		if l.ConvKernel < 0 || l.ConvKernel > 1024 {
+			return fmt.Errorf("model %q: linearAttention.convKernel: %d must be 0 to 1,024", m.Name, l.ConvKernel)
+		}
+		if l.Layers+m.SlidingWindowLayers >= m.Layers {
+			return fmt.Errorf("model %q: linearAttention.layers (%d) and slidingWindowLayers (%d) leave no full-attention layer of %d; a model with none has no KV cache to cost",
+				m.Name, l.Layers, m.SlidingWindowLayers, m.Layers)
+		}
 	}
 	if m.SlidingWindowLayers > m.Layers {
 		return fmt.Errorf("model %q: slidingWindowLayers (%d) exceeds layers (%d)", m.Name, m.SlidingWindowLayers, m.Layers)

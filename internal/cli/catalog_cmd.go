@@ -97,6 +97,9 @@ func (l modelList) Rows() [][]string {
 		if m.SlidingWindow > 0 {
 			att += fmt.Sprintf("+SWA%d", m.SlidingWindow)
 		}
+		if n := m.LinearLayers(); n > 0 {
+			att += fmt.Sprintf("+%d linear", n)
+		}
 		rows = append(rows, []string{m.Name, m.Architecture, fmt.Sprintf("%.1fB", m.ParamsB), fmt.Sprintf("%.1fB", m.ActiveParamsB),
 			fmt.Sprint(m.Layers), att, fmt.Sprintf("%.0f KiB", m.KVBytesBF16/1024)})
 	}

@@ -48,8 +48,12 @@ func (t estimateTable) Rows() [][]string {
 	)
 	memRow := func(label string, m *perf.Memory) {
 		if m != nil {
-			rows = append(rows, []string{label, fmt.Sprintf("weights %.1f GiB, activations %.1f GiB, reserve %.1f GiB, kv cache %.1f GiB of %.1f GiB",
-				m.WeightsGiB, m.ActivationGiB, m.ReserveGiB, m.KVCacheGiB, m.DeviceGiB)})
+			state := ""
+			if m.StateGiB > 0 {
+				state = fmt.Sprintf(", linear-attention state %.1f GiB", m.StateGiB)
+			}
+			rows = append(rows, []string{label, fmt.Sprintf("weights %.1f GiB, activations %.1f GiB, reserve %.1f GiB%s, kv cache %.1f GiB of %.1f GiB",
+				m.WeightsGiB, m.ActivationGiB, m.ReserveGiB, state, m.KVCacheGiB, m.DeviceGiB)})
 		}
 	}
 	if o.Mode == "disagg" {

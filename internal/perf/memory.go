@@ -18,6 +18,9 @@ type Memory struct {
 	ActivationGiB float64 `json:"activation_gib"`
 	ReserveGiB    float64 `json:"reserve_gib"`
 	KVCacheGiB    float64 `json:"kv_cache_gib"`
+	// StateGiB is the recurrent state reserved for the sequence cap
+	// (linear-attention layers); it comes out of the cache memory.
+	StateGiB float64 `json:"state_gib,omitempty"`
 	// KVBytesPerToken is per GPU: its share of the heads and layers.
 	KVBytesPerToken float64 `json:"kv_bytes_per_token"`
 	// KVTokens is how many tokens of context the worker can hold.
@@ -56,19 +59,26 @@ func (w *Worker) Memory() Memory {
 	weights := w.WeightsBytesPerGPU()
 	act := w.ActivationBytes()
 	reserve := w.be.ReserveGiBFor(w.cfg.Device.MemoryGiB) * gib
-	var kv float64
-	if w.be.MemoryOfFree {
-		kv = (dev - weights - act - reserve) * w.cfg.MemoryUtilization
-	} else {
-		kv = dev*w.cfg.MemoryUtilization - weights - act - reserve
-	}
+	kv := w.cacheBytes()
+	state := w.linState * float64(w.cfg.MaxSeqs)
+	kv -= state
 	perTok := float64(w.cfg.Model.FullAttentionLayers()) / w.pp * w.kvElemsGPU * w.cfg.KV.Bytes()
 	tokens := 0
 	if kv > 0 {
 		tokens = int(kv / perTok)
 	}
 	return Memory{DeviceGiB: dev / gib, WeightsGiB: weights / gib, ActivationGiB: act / gib, ReserveGiB: reserve / gib,
-		KVCacheGiB: math.Max(kv, 0) / gib, KVBytesPerToken: perTok, KVTokens: tokens}
+		KVCacheGiB: math.Max(kv, 0) / gib, StateGiB: state / gib, KVBytesPerToken: perTok, KVTokens: tokens}
+}
+
+// cacheBytes is the engine's memory for KV cache and sequence state per GPU.
+func (w *Worker) cacheBytes() float64 {
+	dev := w.cfg.Device.MemoryGiB * gib
+	fixed := w.WeightsBytesPerGPU() + w.ActivationBytes() + w.be.ReserveGiBFor(w.cfg.Device.MemoryGiB)*gib
+	if w.be.MemoryOfFree {
+		return (dev - fixed) * w.cfg.MemoryUtilization
+	}
+	return dev*w.cfg.MemoryUtilization - fixed
 }
 
 // FitError says a model does not fit and what would.
@@ -106,7 +116,7 @@ func (w *Worker) CheckFit(seqTokens int) error {
 // fitBytes is what one request needs and what the engine's share of the device offers.
 func (w *Worker) fitBytes(mem Memory, seqTokens int) (need, have float64) {
 	fixed := (mem.WeightsGiB + mem.ActivationGiB + mem.ReserveGiB) * gib
-	kv := float64(seqTokens) * mem.KVBytesPerToken
+	kv := float64(seqTokens)*mem.KVBytesPerToken + mem.StateGiB*gib
 	dev := mem.DeviceGiB * gib
 	if w.be.MemoryOfFree {
 		// TensorRT-LLM only takes a share of what is free for the cache.

@@ -57,19 +57,24 @@ type Worker struct {
 	attnFlopsPair  float64 // per full-attention layer per query-key pair, per GPU
 	kvElemsGPU     float64 // per token per layer per GPU
 	fullLayerFrac  float64
+	slideLayerFrac float64
 	slidingWindow  float64
-	decodeCtxCost  float64  // seconds per context token, all layers
-	decodeSlidingC float64  // seconds per decode sequence for sliding layers
-	arLatency      float64  // seconds
-	a2aLatency     float64  // seconds, one all-to-all over the EP group
-	linkBW         float64  // bytes/s per direction between ranks
-	ops            *opModel // measured kernels, when given and covering the config
-	tpAcrossNodes  bool     // the tensor-parallel ring leaves the NVLink domain
-	a2aNodeShare   float64  // share of all-to-all traffic that stays inside the NVLink domain
-	netBW          float64  // bytes/s per GPU over the scale-out network
-	netLatency     float64  // seconds
-	moeKernel      *MoEKernel
-	moePeak, moeBW float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
+	// Gated delta-net layers: each sequence's state per GPU (all linear
+	// layers of a stage), the decode time to read and write it, and the
+	// recurrent core's time per prompt token.
+	linState, linSeqCost, linTokCost float64
+	decodeCtxCost                    float64  // seconds per context token, all layers
+	decodeSlidingC                   float64  // seconds per decode sequence for sliding layers
+	arLatency                        float64  // seconds
+	a2aLatency                       float64  // seconds, one all-to-all over the EP group
+	linkBW                           float64  // bytes/s per direction between ranks
+	ops                              *opModel // measured kernels, when given and covering the config
+	tpAcrossNodes                    bool     // the tensor-parallel ring leaves the NVLink domain
+	a2aNodeShare                     float64  // share of all-to-all traffic that stays inside the NVLink domain
+	netBW                            float64  // bytes/s per GPU over the scale-out network
+	netLatency                       float64  // seconds
+	moeKernel                        *MoEKernel
+	moePeak, moeBW                   float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
 }
 
 // NewWorker validates cfg and precomputes its cost coefficients.
@@ -136,6 +141,18 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		w.kvElemsGPU = 2 * kvHeadsGPU * float64(m.HeadDim)
 	}
 	w.fullLayerFrac = float64(m.FullAttentionLayers()) / layers
+	if m.SlidingWindow > 0 {
+		w.slideLayerFrac = float64(m.SlidingWindowLayers) / layers
+	}
+	if l := m.Linear; l != nil {
+		lin := float64(l.Layers) / w.pp
+		w.linState = lin * l.StateBytes() / w.tp
+		w.linSeqCost = 2 * w.linState / w.attnBW
+		// Chunked delta rule: the state update and readout (4 dk dv per
+		// head and token) plus attention within 64-token chunks.
+		perHead := 4*float64(l.KeyHeadDim*l.ValueHeadDim) + 2*64*float64(l.KeyHeadDim+l.ValueHeadDim)
+		w.linTokCost = lin * math.Max(1, float64(l.ValueHeads)/w.tp) * perHead / w.attnPeak
+	}
 	w.slidingWindow = float64(m.SlidingWindow)
 
 	// Decode attention streams the cache; MLA's absorbed form also does
@@ -171,6 +188,14 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	}
 	if w.ops != nil {
 		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.ops.beta
+	}
+	if w.linState > 0 {
+		// Engines reserve a state slot per sequence up front (SGLang's
+		// state pool, vLLM's hybrid cache); the slots get at most half of
+		// the cache memory, and the sequence cap shrinks to what they hold.
+		if slots := int(w.cacheBytes() / 2 / w.linState); slots < w.cfg.MaxSeqs {
+			w.cfg.MaxSeqs = max(1, slots)
+		}
 	}
 	return w, nil
 }
@@ -211,6 +236,7 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 		t += w.be.PrefillOverheadMs * 1e-3
 	}
 	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
+	t += w.linSeqCost*float64(b.DecodeSeqs) + w.linTokCost*float64(b.PrefillTokens)
 	return t
 }
 
@@ -332,7 +358,7 @@ func (w *Worker) moeCompute(tokens float64, eager bool) float64 {
 }
 
 func (w *Worker) prefillAttention(b Batch) float64 {
-	pairs := w.fullLayerFrac*b.PrefillPairs + (1-w.fullLayerFrac)*b.PrefillSlidingPairs
+	pairs := w.fullLayerFrac*b.PrefillPairs + w.slideLayerFrac*b.PrefillSlidingPairs
 	return w.attention(w.attnFlopsPair*pairs/w.pp, (b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes()/w.pp)
 }
 
