@@ -128,3 +128,29 @@ func TestPoolSizesRejectsBadWorkload(t *testing.T) {
 		t.Error("isl 0 accepted")
 	}
 }
+
+// BenchmarkPoolSizes times the sizing a disaggregated query without worker
+// counts adds, beside the disaggregated run it precedes (the baseline).
+func BenchmarkPoolSizes(b *testing.B) {
+	pre := worker(b, "Qwen/Qwen3-32B", "h200_sxm", 1)
+	dec := worker(b, "Qwen/Qwen3-32B", "h200_sxm", 2)
+	wl := Workload{ISL: 4000, OSL: 500, Concurrency: 200}
+	pe, de, err := PoolSizes(pre, dec, wl, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("size", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := PoolSizes(pre, dec, wl, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("disaggregated-run", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Disaggregated(Disagg{Prefill: pre, Decode: dec, PrefillWorkers: pe, DecodeWorkers: de}, wl, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
