@@ -128,7 +128,7 @@ func TestErrorsNameTheFix(t *testing.T) {
 		{[]string{"estimate", "--model", "Qwen3-33B"}, "closest: "},
 		{[]string{"estimate", "--gpu", "h1000"}, "gpuplane catalog gpus"},
 		{[]string{"estimate", "--backend", "tgi"}, "use vllm, sglang or trtllm"},
-		{[]string{"estimate", "--tp", "3"}, "power of two"},
+		{[]string{"estimate", "--tp", "3"}, "must divide the model's 64 attention heads"},
 		{[]string{"estimate", "--mode", "disagg", "--tp", "2"}, "prefill_tp and decode_tp"},
 		{[]string{"estimate", "-o", "xml"}, "table, json, yaml, jsonl"},
 		{[]string{"estimate", "--model", "meta-llama/Llama-3.1-70B", "--gpu", "l4", "--precision", "bf16"}, "short by"},

@@ -5,6 +5,7 @@ package perf
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -100,8 +101,8 @@ func (c *Config) normalise(p *Params) error {
 		c.DP = 1
 	}
 	switch {
-	case c.TP < 1 || c.TP&(c.TP-1) != 0:
-		return fmt.Errorf("tp: %d must be a power of two (1, 2, 4, 8, ...)", c.TP)
+	case c.TP < 1:
+		return fmt.Errorf("tp: %d must be >= 1", c.TP)
 	case c.PP < 1:
 		return fmt.Errorf("pp: %d must be >= 1", c.PP)
 	case c.PP > c.Model.Layers:
@@ -129,7 +130,14 @@ func (c *Config) normalise(p *Params) error {
 		}
 	}
 	if heads := c.Model.AttentionHeads; heads%c.TP != 0 {
-		return fmt.Errorf("tp: %d must divide the model's %d attention heads", c.TP, heads)
+		// Engines split attention heads evenly; wider groups shard the
+		// experts and run attention data-parallel.
+		return fmt.Errorf("tp: %d must divide the model's %d attention heads (tp %s); for more GPUs per worker, give attention data parallelism: tp x dp GPUs, with ep for the experts",
+			c.TP, heads, divisorsUpTo(heads, 16))
+	}
+	if kv := c.Model.KVHeads; c.Model.MLA == nil && kv > 0 && kv%c.TP != 0 && c.TP%kv != 0 {
+		// KV heads are split evenly, or each replicated on tp/kv ranks.
+		return fmt.Errorf("tp: %d must divide the model's %d KV heads or be a multiple of them", c.TP, kv)
 	}
 	small := bp.SmallDeviceGiB > 0 && c.Device.MemoryGiB < bp.SmallDeviceGiB
 	if c.MaxBatchedTokens == 0 {
@@ -154,4 +162,15 @@ func (c *Config) normalise(p *Params) error {
 		return fmt.Errorf("gpu-memory-utilization: %g must be in (0, 1]", c.MemoryUtilization)
 	}
 	return nil
+}
+
+// divisorsUpTo lists n's divisors, at most max of them, for an error message.
+func divisorsUpTo(n, most int) string {
+	var ds []string
+	for d := 1; d <= n && len(ds) < most; d++ {
+		if n%d == 0 {
+			ds = append(ds, strconv.Itoa(d))
+		}
+	}
+	return strings.Join(ds, ", ")
 }

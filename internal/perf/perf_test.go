@@ -130,12 +130,15 @@ func TestConfigErrors(t *testing.T) {
 	h100, _ := c.Device("h100_sxm", "")
 	gb200, _ := c.Device("gb200", "")
 	l40s, _ := c.Device("l40s", "")
+	kv6 := *m
+	kv6.AttentionHeads, kv6.KVHeads = 48, 6
 	p := MustDefaultParams()
 	cases := []struct {
 		cfg  Config
 		want string
 	}{
-		{Config{Model: m, Device: h100, TP: 3}, "power of two"},
+		{Config{Model: m, Device: h100, TP: 3}, "must divide the model's 64 attention heads (tp 1, 2, 4, 8, 16, 32, 64)"},
+		{Config{Model: &kv6, Device: h100, TP: 4}, "must divide the model's 6 KV heads"},
 		{Config{Model: m, Device: l40s, TP: 16}, "exceeds the 8 GPUs"},
 		{Config{Model: m, Device: gb200, TP: 128}, "whole domains"},
 		{Config{Model: m, Device: slice, TP: 2}, "slices"},
@@ -271,5 +274,26 @@ func TestWeightOnlyFormatIsNoCacheFormat(t *testing.T) {
 	_, err := NewWorker(Config{Model: m, Device: d, KV: catalog.W4A16}, MustDefaultParams())
 	if err == nil || !strings.Contains(err.Error(), "kv_precision") {
 		t.Errorf("w4a16 KV cache: got %v, want an error naming kv_precision", err)
+	}
+}
+
+// Tensor parallelism need not be a power of two: it must split the heads
+// and the KV heads (or replicate them) evenly, as engines require.
+func TestTensorParallelNotPowerOfTwo(t *testing.T) {
+	c := catalog.MustDefault()
+	base, _ := c.Model("Qwen/Qwen3-32B")
+	m := *base
+	m.AttentionHeads, m.KVHeads = 48, 24 // head dim 128 kept
+	h100, _ := c.Device("h100_sxm", "")
+	var steps []float64
+	for _, tp := range []int{4, 6, 8} {
+		w, err := NewWorker(Config{Model: &m, Device: h100, Weights: catalog.FP8, TP: tp}, MustDefaultParams())
+		if err != nil {
+			t.Fatalf("tp %d: %v", tp, err)
+		}
+		steps = append(steps, decodeStep(w, 16, 2000))
+	}
+	if !(steps[0] > steps[1] && steps[1] > steps[2]) {
+		t.Errorf("decode steps at tp 4, 6, 8: %.2f, %.2f, %.2f ms; want falling", steps[0]*1e3, steps[1]*1e3, steps[2]*1e3)
 	}
 }
