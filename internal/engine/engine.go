@@ -47,6 +47,14 @@ type Cost interface {
 	DecodeCtxCost() float64
 }
 
+// Windowed is a Cost whose model has layers that attend to at most a
+// window of keys (sliding-window layers, or the top-k keys of sparse
+// attention): the engine then also sums the prompt chunks' query-key pairs
+// under that window.
+type Windowed interface {
+	AttentionWindow() int
+}
+
 // Config sets the scheduler limits.
 type Config struct {
 	Role Role
@@ -96,10 +104,11 @@ type Sink interface {
 
 // Engine is one serving engine instance.
 type Engine struct {
-	cfg  Config
-	cost Cost
-	sink Sink
-	ctxC float64
+	cfg    Config
+	cost   Cost
+	sink   Sink
+	ctxC   float64
+	window int // keys a windowed layer's query sees; 0 if none
 
 	waiting    fifo
 	prefilling []*Request
@@ -134,7 +143,11 @@ func New(cfg Config, cost Cost, sink Sink) (*Engine, error) {
 	if cfg.KVTokens < 1 {
 		return nil, fmt.Errorf("engine: kvTokens must be >= 1")
 	}
-	return &Engine{cfg: cfg, cost: cost, sink: sink, ctxC: cost.DecodeCtxCost()}, nil
+	e := &Engine{cfg: cfg, cost: cost, sink: sink, ctxC: cost.DecodeCtxCost()}
+	if w, ok := cost.(Windowed); ok {
+		e.window = max(w.AttentionWindow(), 0)
+	}
+	return e, nil
 }
 
 // Generated is how many output tokens r has so far: the tokens it had when
@@ -374,6 +387,9 @@ func (e *Engine) start(now float64) {
 		b.PrefillSeqs++
 		b.PrefillCtx += ctx
 		b.PrefillPairs += float64(c) * (ctx + float64(c)/2)
+		if e.window > 0 {
+			b.PrefillSlidingPairs += WindowPairs(r.prefilled, c, e.window)
+		}
 		if r.prefilled+c == r.target {
 			b.Sampled++
 		}
@@ -455,4 +471,19 @@ func (e *Engine) truncate(now float64) {
 		e.itSteps = steps
 		e.itEnd = e.itStart + e.elapsed(steps)
 	}
+}
+
+// WindowPairs is the query-key pairs of a prompt chunk of c tokens after ctx
+// cached ones when each query sees at most window keys: the causal pairs
+// below the window, and window pairs for every query past it.
+func WindowPairs(ctx, c, window int) float64 {
+	end := ctx + c
+	var pairs float64
+	if m := min(end, window); m > ctx {
+		pairs += float64(m-ctx) * float64(ctx+m) / 2
+	}
+	if past := end - max(ctx, window); past > 0 {
+		pairs += float64(past) * float64(window)
+	}
+	return pairs
 }

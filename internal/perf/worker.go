@@ -214,6 +214,10 @@ func (w *Worker) Config() Config { return w.cfg }
 // engine fast-forward through runs of identical decode iterations.
 func (w *Worker) DecodeCtxCost() float64 { return w.decodeCtxCost }
 
+// AttentionWindow is the keys a sliding-window layer's query sees (0 when
+// the model has none); the engine sums prompt pairs under it.
+func (w *Worker) AttentionWindow() int { return int(w.slidingWindow) }
+
 // StepTime is the wall time in seconds of one engine iteration.
 func (w *Worker) StepTime(b Batch) float64 {
 	return w.FixedStepTime(b) + w.decodeCtxCost*b.DecodeCtx
