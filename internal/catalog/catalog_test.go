@@ -385,3 +385,27 @@ func TestHFConfigHybridLinearAttention(t *testing.T) {
 		t.Errorf("Qwen3.5-397B-A17B: %.1fB params, %.1fB active", tot, act)
 	}
 }
+
+func TestHFConfigSparseAttention(t *testing.T) {
+	b, err := os.ReadFile("testdata/moe-mla-config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(b), "{", `{"index_topk": 2048, "index_n_heads": 64, "index_head_dim": 128,`, 1)
+	m, err := ParseHFConfig([]byte(cfg), "example/v32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v32, _ := MustDefault().Model("deepseek-ai/DeepSeek-V3.2")
+	if m.Sparse == nil || *m.Sparse != *v32.Sparse || m.KVBytesPerToken(FP8) != v32.KVBytesPerToken(FP8) {
+		t.Fatalf("parsed sparse %+v, KV %g B/token; catalog %+v, %g", m.Sparse, m.KVBytesPerToken(FP8), v32.Sparse, v32.KVBytesPerToken(FP8))
+	}
+	bad := strings.Replace(string(b), "{", `{"index_topk": 2048,`, 1)
+	if _, err := ParseHFConfig([]byte(bad), "x"); err == nil || !strings.Contains(err.Error(), "sparseAttention.indexHeads") {
+		t.Errorf("index_topk without index heads: %v", err)
+	}
+	glm, _ := MustDefault().Model("zhipuai/GLM-5")
+	if tot, act := glm.TotalParams()/1e9, glm.ActiveParams()/1e9; math.Abs(tot-744) > 10 || math.Abs(act-40) > 2 {
+		t.Errorf("GLM-5: %.1fB params, %.1fB active; published 744B and 40B", tot, act)
+	}
+}

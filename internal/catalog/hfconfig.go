@@ -39,15 +39,19 @@ type hfConfig struct {
 	SlidingWindow         *int     `json:"sliding_window"`
 	LayerTypes            []string `json:"layer_types"`
 	// Gated delta-net hybrids (Qwen3-Next, Qwen3.5).
-	FullAttentionInterval        int             `json:"full_attention_interval"`
-	LinearNumKeyHeads            int             `json:"linear_num_key_heads"`
-	LinearNumValueHeads          int             `json:"linear_num_value_heads"`
-	LinearKeyHeadDim             int             `json:"linear_key_head_dim"`
-	LinearValueHeadDim           int             `json:"linear_value_head_dim"`
-	LinearConvKernelDim          int             `json:"linear_conv_kernel_dim"`
-	SharedExpertIntermediateSize int             `json:"shared_expert_intermediate_size"`
-	QuantizationConfig           *hfQuantization `json:"quantization_config"`
-	TextConfig                   *hfConfig       `json:"text_config"`
+	FullAttentionInterval        int `json:"full_attention_interval"`
+	LinearNumKeyHeads            int `json:"linear_num_key_heads"`
+	LinearNumValueHeads          int `json:"linear_num_value_heads"`
+	LinearKeyHeadDim             int `json:"linear_key_head_dim"`
+	LinearValueHeadDim           int `json:"linear_value_head_dim"`
+	LinearConvKernelDim          int `json:"linear_conv_kernel_dim"`
+	SharedExpertIntermediateSize int `json:"shared_expert_intermediate_size"`
+	// DeepSeek sparse attention (DeepSeek-V3.2, GLM-5).
+	IndexTopK          int             `json:"index_topk"`
+	IndexNHeads        int             `json:"index_n_heads"`
+	IndexHeadDim       int             `json:"index_head_dim"`
+	QuantizationConfig *hfQuantization `json:"quantization_config"`
+	TextConfig         *hfConfig       `json:"text_config"`
 }
 
 type hfQuantization struct {
@@ -133,6 +137,9 @@ func ParseHFConfig(b []byte, name string) (*Model, error) {
 		m.MLA = &MLA{KVLoraRank: c.KVLoraRank, QLoraRank: c.QLoraRank, QKNopeHeadDim: c.QKNopeHeadDim,
 			QKRopeHeadDim: c.QKRopeHeadDim, VHeadDim: c.VHeadDim}
 		m.HeadDim = c.VHeadDim
+	}
+	if c.IndexTopK > 0 || c.IndexNHeads > 0 {
+		m.Sparse = &SparseAttention{TopK: c.IndexTopK, IndexHeads: c.IndexNHeads, IndexHeadDim: c.IndexHeadDim}
 	}
 	if c.SlidingWindow != nil && *c.SlidingWindow > 0 {
 		sliding := 0

@@ -17,7 +17,10 @@ type Model struct {
 	MLA              *MLA     `json:"mla,omitempty"`
 	// Linear is set for hybrid models whose other layers are gated
 	// delta-net (linear attention) layers.
-	Linear                *LinearAttention `json:"linearAttention,omitempty"`
+	Linear *LinearAttention `json:"linearAttention,omitempty"`
+	// Sparse is set for DeepSeek sparse attention (DeepSeek-V3.2, GLM-5):
+	// a lightning indexer picks the keys each query attends to.
+	Sparse                *SparseAttention `json:"sparseAttention,omitempty"`
 	SlidingWindow         int              `json:"slidingWindow,omitempty"`
 	SlidingWindowLayers   int              `json:"slidingWindowLayers,omitempty"`
 	VocabSize             int              `json:"vocabSize"`
@@ -44,6 +47,19 @@ type MLA struct {
 	QKRopeHeadDim int `json:"qkRopeHeadDim"`
 	VHeadDim      int `json:"vHeadDim"`
 }
+
+// SparseAttention describes DeepSeek sparse attention: every layer keeps
+// the whole cache (plus the indexer's keys), an indexer of IndexHeads x
+// IndexHeadDim scores all cached tokens, and attention reads the TopK best.
+type SparseAttention struct {
+	TopK         int `json:"topK"`
+	IndexHeads   int `json:"indexHeads"`
+	IndexHeadDim int `json:"indexHeadDim"`
+}
+
+// IndexBytesPerTokenLayer is the indexer's cached key of one token in one
+// layer: fp8 values and an fp32 scale.
+func (s *SparseAttention) IndexBytesPerTokenLayer() float64 { return float64(s.IndexHeadDim) + 4 }
 
 // LinearAttention describes gated delta-net layers (Qwen3-Next, Qwen3.5):
 // each keeps a recurrent state per sequence, a keyHeadDim x valueHeadDim
@@ -187,7 +203,11 @@ func (m *Model) FullAttentionLayers() int {
 // layers at precision p, counting sliding-window layers as full until the
 // window is reached (the worst case for short contexts is the same).
 func (m *Model) KVBytesPerToken(p Precision) float64 {
-	return float64(m.FullAttentionLayers()) * m.KVElementsPerTokenLayer() * p.Bytes()
+	per := m.KVElementsPerTokenLayer() * p.Bytes()
+	if m.Sparse != nil {
+		per += m.Sparse.IndexBytesPerTokenLayer()
+	}
+	return float64(m.FullAttentionLayers()) * per
 }
 
 // Validate checks that the architecture is complete enough to cost.
@@ -239,6 +259,19 @@ func (m *Model) Validate() error {
 	if m.MoE != nil && (m.MoE.Experts > 100_000 || m.MoE.SharedExperts < 0 || m.MoE.FirstDenseLayers < 0 || m.MoE.FirstDenseLayers > m.Layers) {
 		return fmt.Errorf("model %q: moe: experts %d (at most 100,000), sharedExperts %d and firstDenseLayers %d (0 to layers) out of range",
 			m.Name, m.MoE.Experts, m.MoE.SharedExperts, m.MoE.FirstDenseLayers)
+	}
+	if sp := m.Sparse; sp != nil {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"topK", sp.TopK}, {"indexHeads", sp.IndexHeads}, {"indexHeadDim", sp.IndexHeadDim}} {
+			if f.v < 1 || f.v > 10_000_000 {
+				return fmt.Errorf("model %q: sparseAttention.%s: %d must be 1 to 10,000,000", m.Name, f.name, f.v)
+			}
+		}
+		if m.SlidingWindow > 0 || m.Linear != nil {
+			return fmt.Errorf("model %q: sparseAttention with sliding-window or linear-attention layers is not modelled", m.Name)
+		}
 	}
 	if l := m.Linear; l != nil {
 		for _, f := range []struct {

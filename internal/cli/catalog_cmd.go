@@ -97,6 +97,9 @@ func (l modelList) Rows() [][]string {
 		if m.SlidingWindow > 0 {
 			att += fmt.Sprintf("+SWA%d", m.SlidingWindow)
 		}
+		if m.Sparse != nil {
+			att += fmt.Sprintf("+DSA%d", m.Sparse.TopK)
+		}
 		if n := m.LinearLayers(); n > 0 {
 			att += fmt.Sprintf("+%d linear", n)
 		}

@@ -73,7 +73,7 @@ func newOpModel(w *Worker, p *Params) (*opModel, error) {
 	cfg := w.cfg
 	d := cfg.Device
 	// Whole GPUs, one pipeline stage: fractions and stages keep the roofline.
-	if p.Kernels == nil || d.ComputeFraction != 1 || d.BandwidthFraction != 1 || cfg.Model.MLA != nil || cfg.Model.Linear != nil || cfg.PP != 1 {
+	if p.Kernels == nil || d.ComputeFraction != 1 || d.BandwidthFraction != 1 || cfg.Model.MLA != nil || cfg.Model.Linear != nil || cfg.Model.Sparse != nil || cfg.PP != 1 {
 		return nil, nil
 	}
 	k, err := p.Kernels(d.GPU.Name, cfg.Backend)

@@ -62,7 +62,7 @@ func (w *Worker) Memory() Memory {
 	kv := w.cacheBytes()
 	state := w.linState * float64(w.cfg.MaxSeqs)
 	kv -= state
-	perTok := float64(w.cfg.Model.FullAttentionLayers()) / w.pp * w.kvElemsGPU * w.cfg.KV.Bytes()
+	perTok := float64(w.cfg.Model.FullAttentionLayers())/w.pp*w.kvElemsGPU*w.cfg.KV.Bytes() + w.idxBytesTok
 	tokens := 0
 	if kv > 0 {
 		tokens = int(kv / perTok)

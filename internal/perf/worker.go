@@ -63,18 +63,23 @@ type Worker struct {
 	// layers of a stage), the decode time to read and write it, and the
 	// recurrent core's time per prompt token.
 	linState, linSeqCost, linTokCost float64
-	decodeCtxCost                    float64  // seconds per context token, all layers
-	decodeSlidingC                   float64  // seconds per decode sequence for sliding layers
-	arLatency                        float64  // seconds
-	a2aLatency                       float64  // seconds, one all-to-all over the EP group
-	linkBW                           float64  // bytes/s per direction between ranks
-	ops                              *opModel // measured kernels, when given and covering the config
-	tpAcrossNodes                    bool     // the tensor-parallel ring leaves the NVLink domain
-	a2aNodeShare                     float64  // share of all-to-all traffic that stays inside the NVLink domain
-	netBW                            float64  // bytes/s per GPU over the scale-out network
-	netLatency                       float64  // seconds
-	moeKernel                        *MoEKernel
-	moePeak, moeBW                   float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
+	// DeepSeek sparse attention: keys each query attends to, the
+	// indexer's FLOPs per query-key pair (fp8, at twice the bf16 rate),
+	// the top-k reads per decode sequence, and the indexer keys cached per
+	// token (all layers of a stage, every rank).
+	sparseK, idxFlopsPair, sparseSeqCost, idxBytesTok float64
+	decodeCtxCost                                     float64  // seconds per context token, all layers
+	decodeSlidingC                                    float64  // seconds per decode sequence for sliding layers
+	arLatency                                         float64  // seconds
+	a2aLatency                                        float64  // seconds, one all-to-all over the EP group
+	linkBW                                            float64  // bytes/s per direction between ranks
+	ops                                               *opModel // measured kernels, when given and covering the config
+	tpAcrossNodes                                     bool     // the tensor-parallel ring leaves the NVLink domain
+	a2aNodeShare                                      float64  // share of all-to-all traffic that stays inside the NVLink domain
+	netBW                                             float64  // bytes/s per GPU over the scale-out network
+	netLatency                                        float64  // seconds
+	moeKernel                                         *MoEKernel
+	moePeak, moeBW                                    float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
 }
 
 // NewWorker validates cfg and precomputes its cost coefficients.
@@ -165,6 +170,17 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	}
 	perCtx := math.Max(perCtxBytes/w.attnBW, perCtxFlops/w.attnPeak)
 	w.decodeCtxCost = float64(m.FullAttentionLayers()) * perCtx / w.pp
+	if sp := m.Sparse; sp != nil {
+		// Decode: the indexer scores every cached token, attention reads
+		// the top k of them (taken as full: contexts past k).
+		full := float64(m.FullAttentionLayers()) / w.pp
+		w.sparseK = float64(sp.TopK)
+		w.idxBytesTok = full * sp.IndexBytesPerTokenLayer()
+		w.idxFlopsPair = 2 * float64(sp.IndexHeads*sp.IndexHeadDim) / 2
+		perIdx := math.Max(sp.IndexBytesPerTokenLayer()/w.attnBW, w.idxFlopsPair/w.attnPeak)
+		w.decodeCtxCost = full * perIdx
+		w.sparseSeqCost = full * w.sparseK * perCtx
+	}
 	w.decodeSlidingC = float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
 
 	w.linkBW = d.GPU.ScaleUpGBps() * 1e9 * p.Comm.AllReduceBusEfficiency
@@ -214,9 +230,15 @@ func (w *Worker) Config() Config { return w.cfg }
 // engine fast-forward through runs of identical decode iterations.
 func (w *Worker) DecodeCtxCost() float64 { return w.decodeCtxCost }
 
-// AttentionWindow is the keys a sliding-window layer's query sees (0 when
-// the model has none); the engine sums prompt pairs under it.
-func (w *Worker) AttentionWindow() int { return int(w.slidingWindow) }
+// AttentionWindow is the keys a sliding-window layer's query sees, or the
+// keys sparse attention picks (0 when the model has neither); the engine
+// sums prompt pairs under it.
+func (w *Worker) AttentionWindow() int {
+	if w.sparseK > 0 {
+		return int(w.sparseK) // sparse attention's top k
+	}
+	return int(w.slidingWindow)
+}
 
 // StepTime is the wall time in seconds of one engine iteration.
 func (w *Worker) StepTime(b Batch) float64 {
@@ -240,7 +262,7 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 		t += w.be.PrefillOverheadMs * 1e-3
 	}
 	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
-	t += w.linSeqCost*float64(b.DecodeSeqs) + w.linTokCost*float64(b.PrefillTokens)
+	t += w.linSeqCost*float64(b.DecodeSeqs) + w.linTokCost*float64(b.PrefillTokens) + w.sparseSeqCost*float64(b.DecodeSeqs)
 	return t
 }
 
@@ -363,7 +385,12 @@ func (w *Worker) moeCompute(tokens float64, eager bool) float64 {
 
 func (w *Worker) prefillAttention(b Batch) float64 {
 	pairs := w.fullLayerFrac*b.PrefillPairs + w.slideLayerFrac*b.PrefillSlidingPairs
-	return w.attention(w.attnFlopsPair*pairs/w.pp, (b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes()/w.pp)
+	flops := w.attnFlopsPair * pairs
+	if w.sparseK > 0 {
+		// Sparse: attention over the top-k window, the indexer over all pairs.
+		flops = w.fullLayerFrac * (w.attnFlopsPair*b.PrefillSlidingPairs + w.idxFlopsPair*b.PrefillPairs)
+	}
+	return w.attention(flops/w.pp, (b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes()/w.pp)
 }
 
 // allReduce is the tensor-parallel communication of one layer: two ring

@@ -1,0 +1,56 @@
+package perf
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+// DeepSeek sparse attention against the same model with dense MLA: the
+// cache also holds the indexer's keys, a decode step's context cost is the
+// indexer's and each sequence reads only its top k, and long prompts cost
+// less attention; the engine windows prompt pairs at k.
+func TestSparseAttentionAgainstDense(t *testing.T) {
+	c := catalog.MustDefault()
+	sparse, err := c.Model("deepseek-ai/DeepSeek-V3.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense := *sparse
+	dense.Sparse = nil
+	d, _ := c.Device("h200_sxm", "")
+	mk := func(m *catalog.Model) *Worker {
+		w, err := NewWorker(Config{Model: m, Device: d, Backend: SGLang, Weights: catalog.FP8, KV: catalog.FP8, TP: 8}, MustDefaultParams())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	sw, dw := mk(sparse), mk(&dense)
+	if got, want := sw.Memory().KVBytesPerToken-dw.Memory().KVBytesPerToken, 61*(128+4.0); math.Abs(got-want) > 1e-9 {
+		t.Errorf("indexer cache %g bytes per token per GPU, want %g", got, want)
+	}
+	if sw.AttentionWindow() != 2048 || dw.AttentionWindow() != 0 {
+		t.Errorf("attention windows %d and %d, want 2048 and 0", sw.AttentionWindow(), dw.AttentionWindow())
+	}
+	if sw.DecodeCtxCost() >= dw.DecodeCtxCost()/4 {
+		t.Errorf("context cost per token %.3g s (sparse) against %.3g s (dense): the indexer should be far cheaper", sw.DecodeCtxCost(), dw.DecodeCtxCost())
+	}
+	// At 64k of context the top-k read is a small part of the dense read;
+	// at 1k (under k) sparse is priced as if the context were k.
+	long, short := 65536, 1024
+	if s, dd := decodeStep(sw, 32, long), decodeStep(dw, 32, long); s >= dd {
+		t.Errorf("decode at %d context: sparse %.2f ms, dense %.2f ms", long, s*1e3, dd*1e3)
+	}
+	if s, dd := decodeStep(sw, 32, short), decodeStep(dw, 32, short); s < dd {
+		t.Errorf("decode at %d context: sparse %.2f ms under dense %.2f ms", short, s*1e3, dd*1e3)
+	}
+	// A 32k prompt: attention over 2048 keys a query plus the indexer.
+	n := 32768
+	b := Batch{PrefillTokens: n, PrefillSeqs: 1, PrefillPairs: float64(n) * float64(n) / 2, Sampled: 1}
+	b.PrefillSlidingPairs = 2048*float64(n) - 2048*2048/2.0
+	if s, dd := sw.StepTime(b), dw.StepTime(b); s >= dd {
+		t.Errorf("a %d-token prompt: sparse %.1f ms, dense %.1f ms", n, s*1e3, dd*1e3)
+	}
+}
