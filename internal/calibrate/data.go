@@ -171,12 +171,11 @@ func siliconCase(t *csvTable, row []string, resolve func(string) (bool, bool)) (
 	if prec == "" {
 		prec = t.get(row, "gemm_quant_mode")
 	}
-	switch {
-	case prec == "":
+	if prec == "" {
 		prec = "bf16"
-	case strings.HasPrefix(prec, "int4"):
-		return c, "int4 weight-only quantisation is not modelled", nil
 	}
+	// int4 rows (Kimi-K2.5's native int4 experts) are weight-only 4-bit:
+	// the estimator's w4a16, as `estimate --precision int4` reads it.
 	var err error
 	q := estimate.Query{Model: c.Model, GPU: c.System, Backend: c.Backend, Precision: prec, Mode: c.Mode}
 	if prec != "bf16" {
