@@ -12,6 +12,11 @@ func decodeStep(w *perf.Worker, wl Workload, b int) float64 {
 	return w.StepTime(perf.Batch{DecodeSeqs: b, DecodeCtx: float64(b) * ctx, Sampled: b})
 }
 
+// h200Pools are Qwen3-32B prefill (tp 1) and decode (tp 2) workers on H200.
+func h200Pools(t testing.TB) (prefill, decode *perf.Worker) {
+	return worker(t, "Qwen/Qwen3-32B", "h200_sxm", 1), worker(t, "Qwen/Qwen3-32B", "h200_sxm", 2)
+}
+
 // The sizing against a brute-force oracle: the fewest decode engines whose
 // batch stays resident and within the knee (scanned batch by batch), and
 // the fewest prefill engines whose rate covers the request rate.
@@ -79,8 +84,7 @@ func TestPoolSizesGrowWithUsers(t *testing.T) {
 // A given decode pool is kept and the prefill pool sized against it: a
 // bigger decode pool runs smaller batches, faster steps, more requests/s.
 func TestPoolSizesKeepGivenDecode(t *testing.T) {
-	pre := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 1)
-	dec := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 2)
+	pre, dec := h200Pools(t)
 	wl := Workload{ISL: 4000, OSL: 500, Concurrency: 512}
 	p1, d1, err := PoolSizes(pre, dec, wl, 1)
 	if err != nil {
@@ -101,8 +105,7 @@ func TestPoolSizesKeepGivenDecode(t *testing.T) {
 // The sized deployment serves its users without the prefill queue that one
 // prefill and one decode engine build at the same concurrency.
 func TestSizedPoolsBeatOneAndOne(t *testing.T) {
-	pre := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 1)
-	dec := worker(t, "Qwen/Qwen3-32B", "h200_sxm", 2)
+	pre, dec := h200Pools(t)
 	wl := Workload{ISL: 4000, OSL: 500, Concurrency: 200}
 	pe, de, err := PoolSizes(pre, dec, wl, 0)
 	if err != nil {
@@ -132,8 +135,7 @@ func TestPoolSizesRejectsBadWorkload(t *testing.T) {
 // BenchmarkPoolSizes times the sizing a disaggregated query without worker
 // counts adds, beside the disaggregated run it precedes (the baseline).
 func BenchmarkPoolSizes(b *testing.B) {
-	pre := worker(b, "Qwen/Qwen3-32B", "h200_sxm", 1)
-	dec := worker(b, "Qwen/Qwen3-32B", "h200_sxm", 2)
+	pre, dec := h200Pools(b)
 	wl := Workload{ISL: 4000, OSL: 500, Concurrency: 200}
 	pe, de, err := PoolSizes(pre, dec, wl, 0)
 	if err != nil {
