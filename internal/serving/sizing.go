@@ -15,10 +15,11 @@ const maxSizedEngines = 1024
 // workload whose worker counts were not given. A deployment benchmarked at
 // a concurrency is sized for it, so the rule is the one operators follow:
 // enough decode engines that every user's sequence is resident at once
-// (within the engine's sequence cap and KV cache), and enough prefill
-// engines to keep up with the request rate those decode engines drive when
-// no request waits. The rates come from the same step times the simulation
-// runs on; nothing here is fitted.
+// (within the engine's sequence cap and KV cache) and each engine's batch
+// stays within its knee (decodeKnee), and enough prefill engines to keep up
+// with the request rate those decode engines drive when no request waits.
+// The rates come from the same step times the simulation runs on.
+//
 // A decodeEngines above 0 is kept, and the prefill pool sized against it.
 func PoolSizes(prefill, decode *perf.Worker, wl Workload, decodeEngines int) (int, int, error) {
 	if err := wl.validate(); err != nil {
