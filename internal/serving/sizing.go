@@ -54,7 +54,10 @@ func PoolSizes(prefill, decode *perf.Worker, wl Workload, decodeEngines int) (in
 // this many times a lone sequence's. Below it steps are bound by reading the
 // weights and a bigger batch is nearly free; past it each sequence adds its
 // own time, so operators stop adding users there and add engines instead.
-var kneeFactor = 3.5
+// 3.5 is the geometric mean of the best factors on the SGLang (6) and the
+// TensorRT-LLM (2) runs without worker counts, each scored on the other
+// backend (docs/PERFORMANCE-MODEL.md).
+const kneeFactor = 3.5
 
 // decodeKnee is the largest batch (at most limit) whose decode step stays
 // within kneeFactor of a batch of one, found by bisection since step time
