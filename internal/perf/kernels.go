@@ -214,7 +214,7 @@ func (o *opModel) stepTime(w *Worker, b Batch) float64 {
 		}
 	}
 	if b.DecodeSeqs > 0 {
-		t += full*(o.gamma+o.alpha*float64(b.DecodeSeqs)) + w.decodeSlidingC*float64(b.DecodeSeqs)
+		t += full * (o.gamma + o.alpha*float64(b.DecodeSeqs))
 	}
 	if b.Sampled > 0 {
 		s := float64(b.Sampled)

@@ -28,8 +28,8 @@ func TestLinearAttentionStateAndCost(t *testing.T) {
 	if math.Abs(mem.StateGiB*gib-perSeq*float64(w.Config().MaxSeqs)) > 1 {
 		t.Fatalf("state %.2f GiB for %d sequences of %.1f MB", mem.StateGiB, w.Config().MaxSeqs, perSeq/1e6)
 	}
-	if w.Config().MaxSeqs >= 1024 || mem.StateGiB*gib > w.cacheBytes()/2+1 || mem.KVCacheGiB <= 0 {
-		t.Fatalf("sequence cap %d (backend 1024), state %.1f GiB of %.1f GiB cache memory", w.Config().MaxSeqs, mem.StateGiB, w.cacheBytes()/gib)
+	if w.Config().MaxSeqs >= 1024 || mem.StateGiB*gib > w.cacheBytes(w.fixedBytes())/2+1 || mem.KVCacheGiB <= 0 {
+		t.Fatalf("sequence cap %d (backend 1024), state %.1f GiB of %.1f GiB cache memory", w.Config().MaxSeqs, mem.StateGiB, w.cacheBytes(w.fixedBytes())/gib)
 	}
 	if want := float64(m.FullAttentionLayers()) * 2 * 1 * 256 * 2; mem.KVBytesPerToken != want {
 		// 15 full layers, K and V of one head per rank (2 KV heads
@@ -50,8 +50,9 @@ func TestLinearAttentionStateAndCost(t *testing.T) {
 	// One more sequence at short context costs its state traffic; at long
 	// context the full model reads four times the KV per token.
 	perSeqHybrid := decodeStep(w, 9, 100) - decodeStep(w, 8, 100)
-	if perSeqHybrid < w.linSeqCost || w.linSeqCost <= 0 {
-		t.Errorf("a decode sequence adds %.1f us, less than its state traffic %.1f us", perSeqHybrid*1e6, w.linSeqCost*1e6)
+	stateTraffic := 2 * w.linState / w.attnBW
+	if perSeqHybrid < stateTraffic || stateTraffic <= 0 {
+		t.Errorf("a decode sequence adds %.1f us, less than its state traffic %.1f us", perSeqHybrid*1e6, stateTraffic*1e6)
 	}
 	if w.DecodeCtxCost()*4 != fw.DecodeCtxCost() {
 		t.Errorf("decode context cost %.3g s/token, all-full %.3g: want a quarter", w.DecodeCtxCost(), fw.DecodeCtxCost())

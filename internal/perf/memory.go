@@ -56,12 +56,9 @@ func (w *Worker) ActivationBytes() float64 {
 // Memory plans the worker's memory and its KV-cache capacity.
 func (w *Worker) Memory() Memory {
 	dev := w.cfg.Device.MemoryGiB * gib
-	weights := w.WeightsBytesPerGPU()
-	act := w.ActivationBytes()
-	reserve := w.be.ReserveGiBFor(w.cfg.Device.MemoryGiB) * gib
-	kv := w.cacheBytes()
+	weights, act, reserve := w.fixedBytes()
 	state := w.linState * float64(w.cfg.MaxSeqs)
-	kv -= state
+	kv := w.cacheBytes(weights, act, reserve) - state
 	perTok := float64(w.cfg.Model.FullAttentionLayers())/w.pp*w.kvElemsGPU*w.cfg.KV.Bytes() + w.idxBytesTok
 	tokens := 0
 	if kv > 0 {
@@ -71,10 +68,17 @@ func (w *Worker) Memory() Memory {
 		KVCacheGiB: math.Max(kv, 0) / gib, StateGiB: state / gib, KVBytesPerToken: perTok, KVTokens: tokens}
 }
 
-// cacheBytes is the engine's memory for KV cache and sequence state per GPU.
-func (w *Worker) cacheBytes() float64 {
+// fixedBytes is what a GPU holds before any cache: weights, the largest
+// iteration's activations and the runtime reserve.
+func (w *Worker) fixedBytes() (weights, act, reserve float64) {
+	return w.WeightsBytesPerGPU(), w.ActivationBytes(), w.be.ReserveGiBFor(w.cfg.Device.MemoryGiB) * gib
+}
+
+// cacheBytes is the engine's memory for KV cache and sequence state per GPU
+// once the fixed bytes are held.
+func (w *Worker) cacheBytes(weights, act, reserve float64) float64 {
 	dev := w.cfg.Device.MemoryGiB * gib
-	fixed := w.WeightsBytesPerGPU() + w.ActivationBytes() + w.be.ReserveGiBFor(w.cfg.Device.MemoryGiB)*gib
+	fixed := weights + act + reserve
 	if w.be.MemoryOfFree {
 		return (dev - fixed) * w.cfg.MemoryUtilization
 	}

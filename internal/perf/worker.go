@@ -59,27 +59,26 @@ type Worker struct {
 	fullLayerFrac  float64
 	slideLayerFrac float64
 	slidingWindow  float64
+	decodeCtxCost  float64  // seconds per context token, all layers
+	decodeSeqCost  float64  // seconds per decode sequence: sliding windows, linear state, sparse top-k reads
+	arLatency      float64  // seconds
+	a2aLatency     float64  // seconds, one all-to-all over the EP group
+	linkBW         float64  // bytes/s per direction between ranks
+	ops            *opModel // measured kernels, when given and covering the config
+	tpAcrossNodes  bool     // the tensor-parallel ring leaves the NVLink domain
+	a2aNodeShare   float64  // share of all-to-all traffic that stays inside the NVLink domain
+	netBW          float64  // bytes/s per GPU over the scale-out network
+	netLatency     float64  // seconds
+	moeKernel      *MoEKernel
+	moePeak, moeBW float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
+
 	// Gated delta-net layers: each sequence's state per GPU (all linear
-	// layers of a stage), the decode time to read and write it, and the
-	// recurrent core's time per prompt token.
-	linState, linSeqCost, linTokCost float64
+	// layers of a stage) and the recurrent core's time per prompt token.
+	linState, linTokCost float64
 	// DeepSeek sparse attention: keys each query attends to, the
-	// indexer's FLOPs per query-key pair (fp8, at twice the bf16 rate),
-	// the top-k reads per decode sequence, and the indexer keys cached per
+	// indexer's FLOPs per query-key pair, and the indexer keys cached per
 	// token (all layers of a stage, every rank).
-	sparseK, idxFlopsPair, sparseSeqCost, idxBytesTok float64
-	decodeCtxCost                                     float64  // seconds per context token, all layers
-	decodeSlidingC                                    float64  // seconds per decode sequence for sliding layers
-	arLatency                                         float64  // seconds
-	a2aLatency                                        float64  // seconds, one all-to-all over the EP group
-	linkBW                                            float64  // bytes/s per direction between ranks
-	ops                                               *opModel // measured kernels, when given and covering the config
-	tpAcrossNodes                                     bool     // the tensor-parallel ring leaves the NVLink domain
-	a2aNodeShare                                      float64  // share of all-to-all traffic that stays inside the NVLink domain
-	netBW                                             float64  // bytes/s per GPU over the scale-out network
-	netLatency                                        float64  // seconds
-	moeKernel                                         *MoEKernel
-	moePeak, moeBW                                    float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
+	sparseK, idxFlopsPair, idxBytesTok float64
 }
 
 // NewWorker validates cfg and precomputes its cost coefficients.
@@ -152,7 +151,8 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	if l := m.Linear; l != nil {
 		lin := float64(l.Layers) / w.pp
 		w.linState = lin * l.StateBytes() / w.tp
-		w.linSeqCost = 2 * w.linState / w.attnBW
+		// A decode step reads and writes each sequence's state.
+		w.decodeSeqCost += 2 * w.linState / w.attnBW
 		// Chunked delta rule: the state update and readout (4 dk dv per
 		// head and token) plus attention within 64-token chunks.
 		perHead := 4*float64(l.KeyHeadDim*l.ValueHeadDim) + 2*64*float64(l.KeyHeadDim+l.ValueHeadDim)
@@ -176,12 +176,14 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		full := float64(m.FullAttentionLayers()) / w.pp
 		w.sparseK = float64(sp.TopK)
 		w.idxBytesTok = full * sp.IndexBytesPerTokenLayer()
-		w.idxFlopsPair = 2 * float64(sp.IndexHeads*sp.IndexHeadDim) / 2
+		// A multiply-add per head dimension (2 FLOPs) in fp8, at twice the
+		// bf16 rate attnPeak holds.
+		w.idxFlopsPair = float64(sp.IndexHeads * sp.IndexHeadDim)
 		perIdx := math.Max(sp.IndexBytesPerTokenLayer()/w.attnBW, w.idxFlopsPair/w.attnPeak)
 		w.decodeCtxCost = full * perIdx
-		w.sparseSeqCost = full * w.sparseK * perCtx
+		w.decodeSeqCost += full * w.sparseK * perCtx
 	}
-	w.decodeSlidingC = float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
+	w.decodeSeqCost += float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
 
 	w.linkBW = d.GPU.ScaleUpGBps() * 1e9 * p.Comm.AllReduceBusEfficiency
 	w.netBW, w.netLatency = p.Comm.NetworkGBps*1e9, p.Comm.NetworkLatencyUs*1e-6
@@ -209,7 +211,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		// Engines reserve a state slot per sequence up front (SGLang's
 		// state pool, vLLM's hybrid cache); the slots get at most half of
 		// the cache memory, and the sequence cap shrinks to what they hold.
-		if slots := int(w.cacheBytes() / 2 / w.linState); slots < w.cfg.MaxSeqs {
+		if slots := int(w.cacheBytes(w.fixedBytes()) / 2 / w.linState); slots < w.cfg.MaxSeqs {
 			w.cfg.MaxSeqs = max(1, slots)
 		}
 	}
@@ -262,7 +264,7 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 		t += w.be.PrefillOverheadMs * 1e-3
 	}
 	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
-	t += w.linSeqCost*float64(b.DecodeSeqs) + w.linTokCost*float64(b.PrefillTokens) + w.sparseSeqCost*float64(b.DecodeSeqs)
+	t += w.decodeSeqCost*float64(b.DecodeSeqs) + w.linTokCost*float64(b.PrefillTokens)
 	return t
 }
 
@@ -277,7 +279,7 @@ func (w *Worker) rooflineStep(b Batch, tokens float64) float64 {
 	if b.PrefillTokens > 0 {
 		layer += w.prefillAttention(b)
 	}
-	t := w.pp*w.layersPerStage*layer + w.decodeSlidingC*float64(b.DecodeSeqs)
+	t := w.pp * w.layersPerStage * layer
 	if b.Sampled > 0 {
 		t += w.lmHead(float64(b.Sampled))
 	}
@@ -384,8 +386,7 @@ func (w *Worker) moeCompute(tokens float64, eager bool) float64 {
 }
 
 func (w *Worker) prefillAttention(b Batch) float64 {
-	pairs := w.fullLayerFrac*b.PrefillPairs + w.slideLayerFrac*b.PrefillSlidingPairs
-	flops := w.attnFlopsPair * pairs
+	flops := w.attnFlopsPair * (w.fullLayerFrac*b.PrefillPairs + w.slideLayerFrac*b.PrefillSlidingPairs)
 	if w.sparseK > 0 {
 		// Sparse: attention over the top-k window, the indexer over all pairs.
 		flops = w.fullLayerFrac * (w.attnFlopsPair*b.PrefillSlidingPairs + w.idxFlopsPair*b.PrefillPairs)
