@@ -1,6 +1,9 @@
 package catalog
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Model is a transformer's architecture, as far as serving cost depends on it.
 type Model struct {
@@ -212,15 +215,9 @@ func (m *Model) KVBytesPerToken(p Precision) float64 {
 
 // Validate checks that the architecture is complete enough to cost.
 func (m *Model) Validate() error {
-	req := []struct {
-		name string
-		v    int
-	}{{"layers", m.Layers}, {"hiddenSize", m.HiddenSize}, {"attentionHeads", m.AttentionHeads},
-		{"vocabSize", m.VocabSize}}
-	for _, r := range req {
-		if r.v <= 0 || r.v > 10_000_000 {
-			return fmt.Errorf("model %q: %s: %d must be 1 to 10,000,000", m.Name, r.name, r.v)
-		}
+	if err := m.inRange("", 1, 10_000_000, field{"layers", m.Layers}, field{"hiddenSize", m.HiddenSize},
+		field{"attentionHeads", m.AttentionHeads}, field{"vocabSize", m.VocabSize}); err != nil {
+		return err
 	}
 	if m.MLA == nil {
 		if m.KVHeads <= 0 || m.HeadDim <= 0 {
@@ -244,14 +241,10 @@ func (m *Model) Validate() error {
 			return fmt.Errorf("model %q: moe.firstDenseLayers needs intermediateSize", m.Name)
 		}
 	}
-	for _, r := range []struct {
-		name string
-		v    int
-	}{{"intermediateSize", m.IntermediateSize}, {"kvHeads", m.KVHeads}, {"headDim", m.HeadDim}, {"maxPositionEmbeddings", m.MaxPositionEmbeddings},
-		{"slidingWindow", m.SlidingWindow}, {"slidingWindowLayers", m.SlidingWindowLayers}} {
-		if r.v < 0 || r.v > 100_000_000 {
-			return fmt.Errorf("model %q: %s: %d must be 0 to 100,000,000", m.Name, r.name, r.v)
-		}
+	if err := m.inRange("", 0, 100_000_000, field{"intermediateSize", m.IntermediateSize}, field{"kvHeads", m.KVHeads},
+		field{"headDim", m.HeadDim}, field{"maxPositionEmbeddings", m.MaxPositionEmbeddings},
+		field{"slidingWindow", m.SlidingWindow}, field{"slidingWindowLayers", m.SlidingWindowLayers}); err != nil {
+		return err
 	}
 	if m.Layers > 10_000 || m.AttentionHeads > 100_000 {
 		return fmt.Errorf("model %q: layers %d (at most 10,000) and attentionHeads %d (at most 100,000)", m.Name, m.Layers, m.AttentionHeads)
@@ -261,29 +254,21 @@ func (m *Model) Validate() error {
 			m.Name, m.MoE.Experts, m.MoE.SharedExperts, m.MoE.FirstDenseLayers)
 	}
 	if sp := m.Sparse; sp != nil {
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"topK", sp.TopK}, {"indexHeads", sp.IndexHeads}, {"indexHeadDim", sp.IndexHeadDim}} {
-			if f.v < 1 || f.v > 10_000_000 {
-				return fmt.Errorf("model %q: sparseAttention.%s: %d must be 1 to 10,000,000", m.Name, f.name, f.v)
-			}
+		if err := m.inRange("sparseAttention.", 1, 10_000_000, field{"topK", sp.TopK}, field{"indexHeads", sp.IndexHeads},
+			field{"indexHeadDim", sp.IndexHeadDim}); err != nil {
+			return err
 		}
 		if m.SlidingWindow > 0 || m.Linear != nil {
 			return fmt.Errorf("model %q: sparseAttention with sliding-window or linear-attention layers is not modelled", m.Name)
 		}
 	}
 	if l := m.Linear; l != nil {
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"layers", l.Layers}, {"keyHeads", l.KeyHeads}, {"valueHeads", l.ValueHeads}, {"keyHeadDim", l.KeyHeadDim}, {"valueHeadDim", l.ValueHeadDim}} {
-			if f.v < 1 || f.v > 100_000 {
-				return fmt.Errorf("model %q: linearAttention.%s: %d must be 1 to 100,000", m.Name, f.name, f.v)
-			}
+		if err := m.inRange("linearAttention.", 1, 100_000, field{"layers", l.Layers}, field{"keyHeads", l.KeyHeads},
+			field{"valueHeads", l.ValueHeads}, field{"keyHeadDim", l.KeyHeadDim}, field{"valueHeadDim", l.ValueHeadDim}); err != nil {
+			return err
 		}
-		if l.ConvKernel < 0 || l.ConvKernel > 1024 {
-			return fmt.Errorf("model %q: linearAttention.convKernel: %d must be 0 to 1,024", m.Name, l.ConvKernel)
+		if err := m.inRange("linearAttention.", 0, 1024, field{"convKernel", l.ConvKernel}); err != nil {
+			return err
 		}
 		if l.Layers+m.SlidingWindowLayers >= m.Layers {
 			return fmt.Errorf("model %q: linearAttention.layers (%d) and slidingWindowLayers (%d) leave no full-attention layer of %d; a model with none has no KV cache to cost",
@@ -299,4 +284,30 @@ func (m *Model) Validate() error {
 		}
 	}
 	return nil
+}
+
+// field is a named count of a model, for range checks.
+type field struct {
+	name string
+	v    int
+}
+
+// inRange names the first field outside [lo, hi], with the model and the
+// field's path (prefix, as "moe." or "").
+func (m *Model) inRange(prefix string, lo, hi int, fs ...field) error {
+	for _, f := range fs {
+		if f.v < lo || f.v > hi {
+			return fmt.Errorf("model %q: %s%s: %d must be %s to %s", m.Name, prefix, f.name, f.v, thousands(lo), thousands(hi))
+		}
+	}
+	return nil
+}
+
+// thousands writes n with comma separators, as the messages always have.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
