@@ -382,17 +382,7 @@ func (e *Engine) start(now float64) {
 		budget -= c
 		r.chunkThisIt = c
 		e.itChunks = append(e.itChunks, r)
-		ctx := float64(r.prefilled)
-		b.PrefillTokens += c
-		b.PrefillSeqs++
-		b.PrefillCtx += ctx
-		b.PrefillPairs += float64(c) * (ctx + float64(c)/2)
-		if e.window > 0 {
-			b.PrefillSlidingPairs += WindowPairs(r.prefilled, c, e.window)
-		}
-		if r.prefilled+c == r.target {
-			b.Sampled++
-		}
+		AddChunks(&b, 1, r.prefilled, c, e.window, r.prefilled+c == r.target)
 	}
 	if decodes == 0 && len(e.itChunks) == 0 {
 		return // idle
@@ -470,6 +460,24 @@ func (e *Engine) truncate(now float64) {
 	if steps < e.itSteps {
 		e.itSteps = steps
 		e.itEnd = e.itStart + e.elapsed(steps)
+	}
+}
+
+// AddChunks adds n prompt chunks of c tokens, each after ctx cached ones,
+// to the iteration b: their tokens, cached context, causal query-key pairs
+// (also under window when it is above 0) and, when they finish their
+// prompts (last), a sampled token each.
+func AddChunks(b *perf.Batch, n, ctx, c, window int, last bool) {
+	k := float64(n)
+	b.PrefillTokens += n * c
+	b.PrefillSeqs += n
+	b.PrefillCtx += k * float64(ctx)
+	b.PrefillPairs += k * float64(c) * (float64(ctx) + float64(c)/2)
+	if window > 0 {
+		b.PrefillSlidingPairs += k * WindowPairs(ctx, c, window)
+	}
+	if last {
+		b.Sampled += n
 	}
 }
 

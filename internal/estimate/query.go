@@ -232,15 +232,15 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		np, nd := q.PrefillWorkers, q.DecodeWorkers
 		if np == 0 || nd == 0 {
 			// No counts given: the pools a deployment for this many users runs.
-			pe, de, err := serving.PoolSizes(pw, dw, wl, nd*ddp)
+			sp, sd, err := serving.PoolSizes(pw, dw, wl, nd)
 			if err != nil {
 				return nil, err
 			}
 			if np == 0 {
-				np = min(ceilDiv(pe, pdp), maxParallel/pdp)
+				np = sp
 			}
 			if nd == 0 {
-				nd = min(ceilDiv(de, ddp), maxParallel/ddp)
+				nd = sd
 			}
 			out.PoolsSized = true
 		}
@@ -263,8 +263,6 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 	}
 	return nil, fmt.Errorf("mode: %q is not agg or disagg", q.Mode)
 }
-
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 func fitHint(err error, cfg perf.Config, env Env, seq int) error {
 	var fe *perf.FitError

@@ -49,7 +49,7 @@ func TestPoolSizesMatchOracle(t *testing.T) {
 		if de != wantDe {
 			t.Errorf("%+v: %d decode engines, oracle %d (knee %d, resident %d)", wl, de, wantDe, knee, resident)
 		}
-		perPrompt, rate := prefillRate(pre, pre.Config(), wl.ISL, wl.Concurrency)
+		perPrompt, rate := prefillRate(pre, wl.ISL, wl.Concurrency)
 		b := (wl.Concurrency + de - 1) / de
 		demand := float64(wl.Concurrency) / (perPrompt + float64(wl.OSL-1)*decodeStep(dec, wl, b))
 		wantPe := 1
