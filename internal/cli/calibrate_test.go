@@ -156,44 +156,21 @@ func TestCalibrateDecisions(t *testing.T) {
 // held-out decisions, and --out writes them into a parameter file that
 // decisions --confidence then uses.
 func TestCalibrateCVIntervals(t *testing.T) {
-	src, err := os.Open(filepath.Join(sharedtest.Path(t, "calibration"), "silicon_calibration.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	rows, err := csv.NewReader(src).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
-	cut := [][]string{rows[0]}
 	taken := map[string]int{}
-	for _, r := range rows[1:] {
-		key := r[col["backend"]] + " " + r[col["model_path"]]
+	dir := cutCalibration(t, func(r map[string]string) bool {
+		key := r["backend"] + " " + r["model_path"]
 		switch key {
 		case "trtllm meta-llama/Llama-3.1-8B-Instruct", "sglang meta-llama/Llama-3.1-8B-Instruct", "vllm meta-llama/Llama-3.1-70B",
 			"trtllm meta-llama/Llama-3.1-70B":
 		default:
-			continue
+			return false
 		}
-		if r[col["mode"]] == "agg" && taken[key] < 24 {
-			taken[key]++
-			cut = append(cut, r)
+		if r["mode"] != "agg" || taken[key] >= 24 {
+			return false
 		}
-	}
-	dir := t.TempDir()
-	f, err := os.Create(filepath.Join(dir, "silicon_calibration.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := csv.NewWriter(f)
-	if err := w.WriteAll(cut); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+		taken[key]++
+		return true
+	})
 	params := filepath.Join(dir, "params.yaml")
 	out, _, err := run(t, "calibrate", "--data", dir, "--cv", "campaign", "--max-evals", "40", "--out", params, "-o", "json")
 	if err != nil {
@@ -228,5 +205,94 @@ func TestCalibrateCVIntervals(t *testing.T) {
 	est, _, err := run(t, "--params", params, "estimate", "--model", "meta-llama/Llama-3.1-70B", "--backend", "vllm", "--tp", "4", "-o", "json")
 	if err != nil || !strings.Contains(est, `"ttft_ms_interval"`) || !strings.Contains(est, `"tpot_ms_interval"`) {
 		t.Fatalf("estimate with intervals: %v\n%s", err, est)
+	}
+}
+
+// cutCalibration writes the shared measured runs that keep admits to a
+// temporary calibration folder, in the file's order.
+func cutCalibration(t *testing.T, keep func(row map[string]string) bool) string {
+	t.Helper()
+	src, err := os.Open(filepath.Join(sharedtest.Path(t, "calibration"), "silicon_calibration.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	rows, err := csv.NewReader(src).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := [][]string{rows[0]}
+	for _, r := range rows[1:] {
+		m := map[string]string{}
+		for i, h := range rows[0] {
+			m[h] = r[i]
+		}
+		if keep(m) {
+			cut = append(cut, r)
+		}
+	}
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "silicon_calibration.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := csv.NewWriter(f)
+	if err := w.WriteAll(cut); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// calibrate moe-floor on short MoE runs of two backends and three
+// models: a held-out row per model and backend, a floor per backend, and
+// --out writes parameters that carry the floors and MoE intervals.
+func TestCalibrateMoEFloor(t *testing.T) {
+	taken := map[string]int{}
+	dir := cutCalibration(t, func(r map[string]string) bool {
+		key := r["backend"] + " " + r["model_path"]
+		switch key {
+		case "sglang deepseek-ai/DeepSeek-R1", "sglang Qwen/Qwen3.5-397B-A17B", "vllm openai/gpt-oss-120b", "vllm MiniMaxAI/MiniMax-M2.5":
+		default:
+			return false
+		}
+		if r["mode"] != "agg" || r["batch_size"] != "4" && r["batch_size"] != "8" || taken[key] >= 8 {
+			return false
+		}
+		taken[key]++
+		return true
+	})
+	params := filepath.Join(dir, "params.yaml")
+	out, _, err := run(t, "calibrate", "moe-floor", "--data", dir, "--out", params, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		By     string             `json:"by"`
+		Chosen map[string]float64 `json:"chosen_us"`
+		Folds  []struct {
+			Held    string `json:"held"`
+			Backend string `json:"backend"`
+		} `json:"folds"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %.2000s", err, out)
+	}
+	if _, ok := rep.Chosen["sglang"]; rep.By != "model" || len(rep.Chosen) != 2 || !ok || len(rep.Folds) != len(taken) {
+		t.Fatalf("by %q, chosen %v, %d folds for %v", rep.By, rep.Chosen, len(rep.Folds), taken)
+	}
+	p, err := perf.LoadParams(params)
+	if err != nil {
+		t.Fatalf("--out: %v", err)
+	}
+	if p.Backends[perf.SGLang].MoEPromptFloorUs != rep.Chosen["sglang"] || p.Intervals.For("trtllm/dense-agg") == nil {
+		t.Errorf("written floor %g, chosen %g; dense intervals kept: %v", p.Backends[perf.SGLang].MoEPromptFloorUs, rep.Chosen["sglang"], p.Intervals.For("trtllm/dense-agg") != nil)
+	}
+	table, _, err := run(t, "calibrate", "moe-floor", "--data", dir, "--cv", "system")
+	if err != nil || !strings.Contains(table, "held out by system: all MoE runs") || !strings.Contains(table, "no floor") {
+		t.Fatalf("table: %v\n%s", err, table)
+	}
+	if _, _, err := run(t, "calibrate", "moe-floor", "--data", dir, "--cv", "backend"); err == nil || !strings.Contains(err.Error(), "--cv") {
+		t.Errorf("--cv backend: %v", err)
 	}
 }

@@ -53,6 +53,13 @@ type BackendParams struct {
 	StepOverheadMs float64 `json:"stepOverheadMs"`
 	// PrefillOverheadMs is added to iterations that carry prompt tokens (no CUDA graph, more bookkeeping).
 	PrefillOverheadMs float64 `json:"prefillOverheadMs"`
+	// MoEPromptFloorUs is, per MoE layer, the least time an iteration with
+	// prompt tokens takes. Engines run prompts eagerly, and the MoE path
+	// (routing, host syncs on expert counts, many launches) is CPU-bound
+	// for short prompts; long prompts hide it behind the GPU work, so it is
+	// a floor, not a cost added on top. Chosen per backend on measured MoE
+	// runs by `gpuplane calibrate moe-floor`.
+	MoEPromptFloorUs float64 `json:"moePromptFloorUs,omitempty"`
 	// FrontendOverheadMs is the API server's CPU time per request (HTTP
 	// handling, request set-up, the first streamed chunk). The server handles
 	// one request at a time, so bursts queue in front of it.
@@ -213,6 +220,7 @@ func (p *Params) Validate() error {
 			v    float64
 			max  float64
 		}{{"stepOverheadMs", bp.StepOverheadMs, 1000}, {"prefillOverheadMs", bp.PrefillOverheadMs, 1000},
+			{"moePromptFloorUs", bp.MoEPromptFloorUs, 100000},
 			{"frontendOverheadMs", bp.FrontendOverheadMs, 10000}, {"frontendPerTokenUs", bp.FrontendPerTokenUs, 1000},
 			{"perSeqOverheadUs", bp.PerSeqOverheadUs, 100000}, {"allReduceLatencyUs", bp.AllReduceLatencyUs, 100000},
 			{"reserveGiB", bp.ReserveGiB, 1024}, {"reserveFloorGiB", bp.ReserveFloorGiB, 1024}, {"reserveFullDeviceGiB", bp.ReserveFullDeviceGiB, 1e6},

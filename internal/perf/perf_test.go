@@ -181,6 +181,7 @@ func TestParamsValidation(t *testing.T) {
 		"allReduceLatencyUs":   func(p *Params) { p.Backends[VLLM].AllReduceLatencyUs = math.Inf(1) },
 		"attentionBandwidth":   func(p *Params) { p.Families[catalog.Ampere].AttentionBandwidth = math.NaN() },
 		"reserveFullDeviceGiB": func(p *Params) { p.Backends[VLLM].ReserveFullDeviceGiB = math.NaN() },
+		"moePromptFloorUs":     func(p *Params) { p.Backends[SGLang].MoEPromptFloorUs = -1 },
 	} {
 		p := MustDefaultParams().Clone()
 		spoil(p)

@@ -71,6 +71,7 @@ type Worker struct {
 	netLatency     float64  // seconds
 	moeKernel      *MoEKernel
 	moePeak, moeBW float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
+	promptFloor    float64 // seconds: the least a prompt-carrying iteration takes (MoE models)
 
 	// Gated delta-net layers: each sequence's state per GPU (all linear
 	// layers of a stage) and the recurrent core's time per prompt token.
@@ -122,6 +123,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		// summaries): engines and benchmarks choose layouts that keep expert
 		// GEMMs large.
 		w.expertSlice = m.ExpertParams()
+		w.promptFloor = float64(m.MoELayers()) * w.be.MoEPromptFloorUs * 1e-6
 		w.topK = float64(m.MoE.ExpertsPerToken)
 		k, err := w.moeKernelFor(p)
 		if err != nil {
@@ -258,6 +260,9 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 		t = w.ops.stepTime(w, b)
 	} else {
 		t = w.rooflineStep(b, tokens)
+	}
+	if b.PrefillTokens > 0 {
+		t = math.Max(t, w.promptFloor)
 	}
 	t += w.be.StepOverheadMs * 1e-3
 	if b.PrefillTokens > 0 {
