@@ -244,10 +244,10 @@ func cutCalibration(t *testing.T, keep func(row map[string]string) bool) string 
 	return dir
 }
 
-// calibrate moe-floor on short MoE runs of two backends and three
-// models: a held-out row per model and backend, a floor per backend, and
-// --out writes parameters that carry the floors and MoE intervals.
-func TestCalibrateMoEFloor(t *testing.T) {
+// calibrate moe on short MoE runs of two backends and four models: a
+// fold per model and backend, terms per backend, and --out writes
+// parameters that carry the terms and keep the dense intervals.
+func TestCalibrateMoE(t *testing.T) {
 	taken := map[string]int{}
 	dir := cutCalibration(t, func(r map[string]string) bool {
 		key := r["backend"] + " " + r["model_path"]
@@ -263,14 +263,17 @@ func TestCalibrateMoEFloor(t *testing.T) {
 		return true
 	})
 	params := filepath.Join(dir, "params.yaml")
-	out, _, err := run(t, "calibrate", "moe-floor", "--data", dir, "--out", params, "-o", "json")
+	out, _, err := run(t, "calibrate", "moe", "--data", dir, "--out", params, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rep struct {
-		By     string             `json:"by"`
-		Chosen map[string]float64 `json:"chosen_us"`
-		Folds  []struct {
+		By     string `json:"by"`
+		Chosen map[string]struct {
+			FloorUs float64 `json:"prompt_floor_us"`
+			LayerUs float64 `json:"layer_us"`
+		} `json:"chosen"`
+		Folds []struct {
 			Held    string `json:"held"`
 			Backend string `json:"backend"`
 		} `json:"folds"`
@@ -285,14 +288,15 @@ func TestCalibrateMoEFloor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("--out: %v", err)
 	}
-	if p.Backends[perf.SGLang].MoEPromptFloorUs != rep.Chosen["sglang"] || p.Intervals.For("trtllm/dense-agg") == nil {
-		t.Errorf("written floor %g, chosen %g; dense intervals kept: %v", p.Backends[perf.SGLang].MoEPromptFloorUs, rep.Chosen["sglang"], p.Intervals.For("trtllm/dense-agg") != nil)
+	sg := p.Backends[perf.SGLang]
+	if sg.MoEPromptFloorUs != rep.Chosen["sglang"].FloorUs || sg.MoELayerUs != rep.Chosen["sglang"].LayerUs || p.Intervals.For("trtllm/dense-agg") == nil {
+		t.Errorf("written %g/%g us, chosen %+v; dense intervals kept: %v", sg.MoEPromptFloorUs, sg.MoELayerUs, rep.Chosen["sglang"], p.Intervals.For("trtllm/dense-agg") != nil)
 	}
-	table, _, err := run(t, "calibrate", "moe-floor", "--data", dir, "--cv", "system")
-	if err != nil || !strings.Contains(table, "held out by system: all MoE runs") || !strings.Contains(table, "no floor") {
+	table, _, err := run(t, "calibrate", "moe", "--data", dir, "--cv", "system")
+	if err != nil || !strings.Contains(table, "held out by system: all MoE runs") || !strings.Contains(table, "no terms") {
 		t.Fatalf("table: %v\n%s", err, table)
 	}
-	if _, _, err := run(t, "calibrate", "moe-floor", "--data", dir, "--cv", "backend"); err == nil || !strings.Contains(err.Error(), "--cv") {
+	if _, _, err := run(t, "calibrate", "moe", "--data", dir, "--cv", "backend"); err == nil || !strings.Contains(err.Error(), "--cv") {
 		t.Errorf("--cv backend: %v", err)
 	}
 }

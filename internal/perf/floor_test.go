@@ -20,6 +20,7 @@ func TestMoEPromptFloor(t *testing.T) {
 		}
 		p := MustDefaultParams().Clone()
 		p.Backends[SGLang].MoEPromptFloorUs = floorUs
+		p.Backends[SGLang].MoELayerUs = 0
 		w, err := NewWorker(Config{Model: m, Device: d, Backend: SGLang, Weights: catalog.FP8, TP: 8}, p)
 		if err != nil {
 			t.Fatal(err)
@@ -52,3 +53,38 @@ func TestMoEPromptFloor(t *testing.T) {
 }
 
 func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }
+
+// The MoE layer cost is added to every iteration of an MoE model, decode
+// and prompt alike, once per MoE layer; dense models do not pay it.
+func TestMoELayerCost(t *testing.T) {
+	c := catalog.MustDefault()
+	d, _ := c.Device("h200_sxm", "")
+	build := func(model string, layerUs float64) *Worker {
+		m, err := c.Model(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := MustDefaultParams().Clone()
+		p.Backends[TRTLLM].MoELayerUs = layerUs
+		p.Backends[TRTLLM].MoEPromptFloorUs = 0
+		w, err := NewWorker(Config{Model: m, Device: d, Backend: TRTLLM, Weights: catalog.FP8, TP: 8}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	const layerUs = 40
+	none, with := build("deepseek-ai/DeepSeek-V3", 0), build("deepseek-ai/DeepSeek-V3", layerUs)
+	want := float64(none.Config().Model.MoELayers()) * layerUs * 1e-6
+	for name, f := range map[string]func(*Worker) float64{
+		"decode": func(w *Worker) float64 { return decodeStep(w, 16, 2000) },
+		"prompt": func(w *Worker) float64 { return prefillStep(w, 2048) },
+	} {
+		if got := f(with) - f(none); !near(got, want, 1e-12) {
+			t.Errorf("%s step: +%.4f ms, want +%.4f ms", name, 1e3*got, 1e3*want)
+		}
+	}
+	if a, b := decodeStep(build("meta-llama/Llama-3.1-70B", 0), 16, 2000), decodeStep(build("meta-llama/Llama-3.1-70B", layerUs), 16, 2000); a != b {
+		t.Errorf("dense model: %.3f ms with the cost, %.3f ms without", 1e3*b, 1e3*a)
+	}
+}

@@ -58,8 +58,13 @@ type BackendParams struct {
 	// (routing, host syncs on expert counts, many launches) is CPU-bound
 	// for short prompts; long prompts hide it behind the GPU work, so it is
 	// a floor, not a cost added on top. Chosen per backend on measured MoE
-	// runs by `gpuplane calibrate moe-floor`.
+	// runs by `gpuplane calibrate moe`.
 	MoEPromptFloorUs float64 `json:"moePromptFloorUs,omitempty"`
+	// MoELayerUs is a fixed cost per MoE layer of every iteration: the
+	// routing, top-k, token permutation and combine that run as kernels of
+	// their own around the fused expert GEMMs the kernel tables time.
+	// Chosen with MoEPromptFloorUs.
+	MoELayerUs float64 `json:"moeLayerUs,omitempty"`
 	// FrontendOverheadMs is the API server's CPU time per request (HTTP
 	// handling, request set-up, the first streamed chunk). The server handles
 	// one request at a time, so bursts queue in front of it.
@@ -220,7 +225,7 @@ func (p *Params) Validate() error {
 			v    float64
 			max  float64
 		}{{"stepOverheadMs", bp.StepOverheadMs, 1000}, {"prefillOverheadMs", bp.PrefillOverheadMs, 1000},
-			{"moePromptFloorUs", bp.MoEPromptFloorUs, 100000},
+			{"moePromptFloorUs", bp.MoEPromptFloorUs, 100000}, {"moeLayerUs", bp.MoELayerUs, 100000},
 			{"frontendOverheadMs", bp.FrontendOverheadMs, 10000}, {"frontendPerTokenUs", bp.FrontendPerTokenUs, 1000},
 			{"perSeqOverheadUs", bp.PerSeqOverheadUs, 100000}, {"allReduceLatencyUs", bp.AllReduceLatencyUs, 100000},
 			{"reserveGiB", bp.ReserveGiB, 1024}, {"reserveFloorGiB", bp.ReserveFloorGiB, 1024}, {"reserveFullDeviceGiB", bp.ReserveFullDeviceGiB, 1e6},

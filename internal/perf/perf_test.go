@@ -182,6 +182,7 @@ func TestParamsValidation(t *testing.T) {
 		"attentionBandwidth":   func(p *Params) { p.Families[catalog.Ampere].AttentionBandwidth = math.NaN() },
 		"reserveFullDeviceGiB": func(p *Params) { p.Backends[VLLM].ReserveFullDeviceGiB = math.NaN() },
 		"moePromptFloorUs":     func(p *Params) { p.Backends[SGLang].MoEPromptFloorUs = -1 },
+		"moeLayerUs":           func(p *Params) { p.Backends[VLLM].MoELayerUs = math.NaN() },
 	} {
 		p := MustDefaultParams().Clone()
 		spoil(p)

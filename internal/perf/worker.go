@@ -72,6 +72,7 @@ type Worker struct {
 	moeKernel      *MoEKernel
 	moePeak, moeBW float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
 	promptFloor    float64 // seconds: the least a prompt-carrying iteration takes (MoE models)
+	moeFixed       float64 // seconds: the MoE layers' fixed cost in every iteration
 
 	// Gated delta-net layers: each sequence's state per GPU (all linear
 	// layers of a stage) and the recurrent core's time per prompt token.
@@ -124,6 +125,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		// GEMMs large.
 		w.expertSlice = m.ExpertParams()
 		w.promptFloor = float64(m.MoELayers()) * w.be.MoEPromptFloorUs * 1e-6
+		w.moeFixed = float64(m.MoELayers()) * w.be.MoELayerUs * 1e-6
 		w.topK = float64(m.MoE.ExpertsPerToken)
 		k, err := w.moeKernelFor(p)
 		if err != nil {
@@ -264,7 +266,7 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 	if b.PrefillTokens > 0 {
 		t = math.Max(t, w.promptFloor)
 	}
-	t += w.be.StepOverheadMs * 1e-3
+	t += w.moeFixed + w.be.StepOverheadMs*1e-3
 	if b.PrefillTokens > 0 {
 		t += w.be.PrefillOverheadMs * 1e-3
 	}

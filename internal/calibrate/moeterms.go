@@ -9,35 +9,63 @@ import (
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
-// MoEFloorGrid are the prompt floors per MoE layer (microseconds) that
-// FitMoEFloor tries: from none to 5 ms, past what any measured run asks.
-var MoEFloorGrid = []float64{0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500, 5000}
+// MoETerms are the two serving terms of MoE models that the kernel tables
+// do not time: the least time per MoE layer of an iteration with prompt
+// tokens (FloorUs) and a fixed cost per MoE layer of every iteration
+// (LayerUs), both in microseconds.
+type MoETerms struct {
+	FloorUs float64 `json:"prompt_floor_us"`
+	LayerUs float64 `json:"layer_us"`
+}
 
-// FloorFold is the floor one backend gets when one group is held out.
-type FloorFold struct {
+func (m MoETerms) String() string {
+	return fmt.Sprintf("floor %g us, layer %g us", m.FloorUs, m.LayerUs)
+}
+
+// MoEGrid is every pair of terms FitMoETerms tries; the first is none,
+// the baseline.
+type MoEGrid []MoETerms
+
+// NewMoEGrid pairs every floor with every layer cost.
+func NewMoEGrid(floorsUs, layersUs []float64) MoEGrid {
+	var g MoEGrid
+	for _, f := range floorsUs {
+		for _, l := range layersUs {
+			g = append(g, MoETerms{FloorUs: f, LayerUs: l})
+		}
+	}
+	return g
+}
+
+// DefaultMoEGrid runs from none to a 5 ms floor and an 80 us layer cost,
+// past what any measured run asks.
+var DefaultMoEGrid = NewMoEGrid([]float64{0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 5000}, []float64{0, 20, 40, 60, 80})
+
+// MoEFold is the terms one backend gets when one group is held out.
+type MoEFold struct {
 	Held    string       `json:"held"`
 	Backend perf.Backend `json:"backend"`
-	FloorUs float64      `json:"floor_us"`
+	Terms   MoETerms     `json:"terms"`
 	Cases   int          `json:"cases"`
 }
 
-// FloorResult is a per-backend choice of the MoE prompt floor, with the
+// MoEResult is a per-backend choice of the MoE terms, with the
 // cross-validated errors that say whether it carries to unseen groups.
-type FloorResult struct {
-	By     string                   `json:"by"`
-	Chosen map[perf.Backend]float64 `json:"chosen_us"`
-	Folds  []FloorFold              `json:"folds"`
-	// Without is every case with no floor; HeldOut every case at the floor
-	// its backend got from the other groups; InSample at Chosen.
+type MoEResult struct {
+	By     string                    `json:"by"`
+	Chosen map[perf.Backend]MoETerms `json:"chosen"`
+	Folds  []MoEFold                 `json:"folds"`
+	// Without is every case with neither term; HeldOut every case at the
+	// terms its backend got from the other groups; InSample at Chosen.
 	Without, HeldOut, InSample Report
 	// Coverage scores the intervals Params writes: taken from one half of
 	// the groups' held-out predictions, scored on the other.
 	Coverage Coverage `json:"interval_coverage"`
 }
 
-// MoEFloorCases are the cases the floor can change: measured serving runs
-// of MoE models, aggregated and disaggregated.
-func MoEFloorCases(cases []Case) []Case {
+// MoECases are the cases the terms can change: measured serving runs of
+// MoE models, aggregated and disaggregated.
+func MoECases(cases []Case) []Case {
 	var out []Case
 	for _, c := range cases {
 		if c.Source == "silicon" && !c.Dense {
@@ -49,29 +77,29 @@ func MoEFloorCases(cases []Case) []Case {
 	return out
 }
 
-// FitMoEFloor predicts cases at every grid value and picks, per backend,
-// the floor with the least mean TTFT plus TPOT error. Each group (by
+// FitMoETerms predicts cases at every grid point and picks, per backend,
+// the terms with the least mean TTFT plus TPOT error. Each group (by
 // model, system or campaign) is also held out in turn: its cases are
-// scored at the floor picked on the other groups. progress, when set,
-// hears of each grid value as it starts.
-func FitMoEFloor(env estimate.Env, cases []Case, grid []float64, by string, progress func(i, n int, floorUs float64)) (*FloorResult, error) {
+// scored at the terms picked on the other groups. progress, when set,
+// hears of each grid point as it starts.
+func FitMoETerms(env estimate.Env, cases []Case, grid MoEGrid, by string, progress func(i, n int, t MoETerms)) (*MoEResult, error) {
 	key, err := cvKey(by, env.Catalog)
 	if err != nil {
 		return nil, err
 	}
-	if len(grid) == 0 || grid[0] != 0 {
-		return nil, fmt.Errorf("moe-floor grid %v: must start at 0 (no floor), the baseline", grid)
+	if len(grid) == 0 || grid[0] != (MoETerms{}) {
+		return nil, fmt.Errorf("moe grid %v: must start at no floor and no layer cost, the baseline", grid)
 	}
 	if len(cases) == 0 {
-		return nil, fmt.Errorf("moe-floor: no measured MoE serving runs in the data")
+		return nil, fmt.Errorf("moe: no measured MoE serving runs in the data")
 	}
 	preds := make([][]Prediction, len(grid))
-	for i, v := range grid {
+	for i, g := range grid {
 		if progress != nil {
-			progress(i+1, len(grid), v)
+			progress(i+1, len(grid), g)
 		}
 		e := env
-		e.Params = withMoEFloor(env.Params, func(perf.Backend) float64 { return v })
+		e.Params = withMoETerms(env.Params, func(perf.Backend) MoETerms { return g })
 		preds[i] = Predict(e, cases)
 	}
 	backend := func(c Case) perf.Backend { b, _ := perf.ParseBackend(c.Backend); return b }
@@ -96,7 +124,7 @@ func FitMoEFloor(env estimate.Env, cases []Case, grid []float64, by string, prog
 		}
 		return best, n
 	}
-	res := &FloorResult{By: by, Chosen: map[perf.Backend]float64{}}
+	res := &MoEResult{By: by, Chosen: map[perf.Backend]MoETerms{}}
 	chosen := map[perf.Backend]int{}
 	for _, b := range perf.Backends {
 		if i, n := pick(func(c Case) bool { return backend(c) == b }); n > 0 {
@@ -118,12 +146,12 @@ func FitMoEFloor(env estimate.Env, cases []Case, grid []float64, by string, prog
 			}
 			i, n := pick(func(c Case) bool { return key(c) != g && backend(c) == b })
 			if n == 0 {
-				i = 0 // nothing else measured on this backend: no floor
+				i = 0 // nothing else measured on this backend: no terms
 			}
 			for _, j := range test {
 				held[j] = preds[i][j]
 			}
-			res.Folds = append(res.Folds, FloorFold{Held: g, Backend: b, FloorUs: grid[i], Cases: len(test)})
+			res.Folds = append(res.Folds, MoEFold{Held: g, Backend: b, Terms: grid[i], Cases: len(test)})
 		}
 	}
 	sort.Slice(res.Folds, func(i, j int) bool {
@@ -143,10 +171,10 @@ func FitMoEFloor(env estimate.Env, cases []Case, grid []float64, by string, prog
 	return res, nil
 }
 
-// Params is start with the chosen floors, and the MoE kinds' intervals
+// Params is start with the chosen terms, and the MoE kinds' intervals
 // taken from the held-out predictions (the others kept).
-func (r *FloorResult) Params(start *perf.Params) *perf.Params {
-	p := withMoEFloor(start, func(b perf.Backend) float64 { return r.Chosen[b] })
+func (r *MoEResult) Params(start *perf.Params) *perf.Params {
+	p := withMoETerms(start, func(b perf.Backend) MoETerms { return r.Chosen[b] })
 	fresh := Intervals(r.HeldOut.Prediction, "")
 	iv := &perf.Intervals{Kinds: map[string]*perf.IntervalKind{}}
 	if p.Intervals != nil {
@@ -158,18 +186,19 @@ func (r *FloorResult) Params(start *perf.Params) *perf.Params {
 	for k, v := range fresh.Kinds {
 		iv.Kinds[k] = v
 	}
-	if note := fmt.Sprintf("; MoE kinds: gpuplane calibrate moe-floor, floors held out by %s", r.By); !strings.Contains(iv.Source, note) {
+	if note := fmt.Sprintf("; MoE kinds: gpuplane calibrate moe, terms held out by %s", r.By); !strings.Contains(iv.Source, note) {
 		iv.Source += note
 	}
 	p.Intervals = iv
 	return p
 }
 
-// withMoEFloor is a copy of p with each backend's floor set by floor.
-func withMoEFloor(p *perf.Params, floor func(perf.Backend) float64) *perf.Params {
+// withMoETerms is a copy of p with each backend's terms set by terms.
+func withMoETerms(p *perf.Params, terms func(perf.Backend) MoETerms) *perf.Params {
 	q := p.Clone() // a deep copy
 	for b, bp := range q.Backends {
-		bp.MoEPromptFloorUs = floor(b)
+		t := terms(b)
+		bp.MoEPromptFloorUs, bp.MoELayerUs = t.FloorUs, t.LayerUs
 	}
 	return q
 }
