@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -108,12 +107,8 @@ parameter file given by --out.
 					// The starting parameters with the held-out intervals.
 					p := env.Params.Clone()
 					p.Intervals = rep.Intervals
-					b, err := p.Marshal()
-					if err != nil {
+					if err := writeParams(g, out, p); err != nil {
 						return err
-					}
-					if err := os.WriteFile(out, b, 0o644); err != nil {
-						return fmt.Errorf("--out: %w", err)
 					}
 				}
 				f, _ := g.format()
@@ -137,12 +132,8 @@ parameter file given by --out.
 				}
 				res.Params.Source = fmt.Sprintf("gpuplane calibrate --fit: %d cases, %d evaluations, loss %.4f (from %.4f)",
 					len(ds.FitSet()), res.Evaluations, res.Loss, res.InitialLoss)
-				b, err := res.Params.Marshal()
-				if err != nil {
+				if err := writeParams(g, out, res.Params); err != nil {
 					return err
-				}
-				if err := os.WriteFile(out, b, 0o644); err != nil {
-					return fmt.Errorf("--out: %w", err)
 				}
 				env.Params = res.Params
 				rep.Fitted, rep.Evaluations, rep.ParamsFile = true, res.Evaluations, out

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuplane/gpuplane/internal/atomicfile"
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/kernels"
 	"github.com/gpuplane/gpuplane/internal/output"
@@ -95,18 +94,10 @@ With --out it writes the parameters (--params, or the embedded ones) with the su
 				fam.MoE[grp.Backend][grp.Precision] = &k
 			}
 			if out != "" {
-				if err := params.Validate(); err != nil {
-					return fmt.Errorf("fitted parameters: %w", err)
-				}
 				params.Source = "moe kernels fitted by gpuplane calibrate kernels; " + params.Source
-				b, err := params.Marshal()
-				if err != nil {
+				if err := writeParams(g, out, params); err != nil {
 					return err
 				}
-				if err := atomicfile.Write(out, b, 0o644); err != nil {
-					return fmt.Errorf("--out: %w", err)
-				}
-				fmt.Fprintf(g.stderr, "wrote %s\n", out)
 			}
 			f, err := g.format()
 			if err != nil {

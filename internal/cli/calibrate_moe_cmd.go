@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuplane/gpuplane/internal/atomicfile"
 	"github.com/gpuplane/gpuplane/internal/calibrate"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/perf"
@@ -79,18 +78,9 @@ taken from the held-out predictions.
 				return err
 			}
 			if out != "" {
-				p := res.Params(env.Params)
-				if err := p.Validate(); err != nil {
-					return fmt.Errorf("chosen parameters: %w", err)
-				}
-				b, err := p.Marshal()
-				if err != nil {
+				if err := writeParams(g, out, res.Params(env.Params)); err != nil {
 					return err
 				}
-				if err := atomicfile.Write(out, b, 0o644); err != nil {
-					return fmt.Errorf("--out: %w", err)
-				}
-				fmt.Fprintf(g.stderr, "wrote %s\n", out)
 			}
 			f, err := g.format()
 			if err != nil {

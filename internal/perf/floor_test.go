@@ -6,28 +6,35 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 )
 
+// termsWorker is model on 8 GPUs of gpu under backend b, with the MoE
+// serving terms set to floorUs and layerUs (the others at their defaults).
+func termsWorker(t *testing.T, model, gpu string, b Backend, floorUs, layerUs float64) *Worker {
+	t.Helper()
+	c := catalog.MustDefault()
+	m, err := c.Model(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Device(gpu, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := MustDefaultParams().Clone()
+	p.Backends[b].MoEPromptFloorUs, p.Backends[b].MoELayerUs = floorUs, layerUs
+	w, err := NewWorker(Config{Model: m, Device: d, Backend: b, Weights: catalog.FP8, TP: 8}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // The MoE prompt floor bounds an iteration with prompt tokens from below:
 // a short prompt takes the floor (per MoE layer) plus the overheads, a long
 // one whose GPU work exceeds it is unchanged, and neither decode-only
 // iterations nor dense models feel it.
 func TestMoEPromptFloor(t *testing.T) {
-	c := catalog.MustDefault()
-	d, _ := c.Device("b200_sxm", "")
-	build := func(model string, floorUs float64) *Worker {
-		m, err := c.Model(model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := MustDefaultParams().Clone()
-		p.Backends[SGLang].MoEPromptFloorUs = floorUs
-		p.Backends[SGLang].MoELayerUs = 0
-		w, err := NewWorker(Config{Model: m, Device: d, Backend: SGLang, Weights: catalog.FP8, TP: 8}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
 	const floorUs = 3000
+	build := func(model string, floor float64) *Worker { return termsWorker(t, model, "b200_sxm", SGLang, floor, 0) }
 	none, floored := build("deepseek-ai/DeepSeek-R1", 0), build("deepseek-ai/DeepSeek-R1", floorUs)
 	moeLayers := float64(none.Config().Model.MoELayers())
 	be := floored.be
@@ -52,28 +59,11 @@ func TestMoEPromptFloor(t *testing.T) {
 	}
 }
 
-func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }
-
 // The MoE layer cost is added to every iteration of an MoE model, decode
 // and prompt alike, once per MoE layer; dense models do not pay it.
 func TestMoELayerCost(t *testing.T) {
-	c := catalog.MustDefault()
-	d, _ := c.Device("h200_sxm", "")
-	build := func(model string, layerUs float64) *Worker {
-		m, err := c.Model(model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := MustDefaultParams().Clone()
-		p.Backends[TRTLLM].MoELayerUs = layerUs
-		p.Backends[TRTLLM].MoEPromptFloorUs = 0
-		w, err := NewWorker(Config{Model: m, Device: d, Backend: TRTLLM, Weights: catalog.FP8, TP: 8}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
 	const layerUs = 40
+	build := func(model string, layer float64) *Worker { return termsWorker(t, model, "h200_sxm", TRTLLM, 0, layer) }
 	none, with := build("deepseek-ai/DeepSeek-V3", 0), build("deepseek-ai/DeepSeek-V3", layerUs)
 	want := float64(none.Config().Model.MoELayers()) * layerUs * 1e-6
 	for name, f := range map[string]func(*Worker) float64{
@@ -88,3 +78,5 @@ func TestMoELayerCost(t *testing.T) {
 		t.Errorf("dense model: %.3f ms with the cost, %.3f ms without", 1e3*b, 1e3*a)
 	}
 }
+
+func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }
