@@ -57,7 +57,9 @@ type MoEResult struct {
 	Folds  []MoEFold                 `json:"folds"`
 	// Without is every case with neither term; HeldOut every case at the
 	// terms its backend got from the other groups; InSample at Chosen.
-	Without, HeldOut, InSample Report
+	Without  Report `json:"without"`
+	HeldOut  Report `json:"held_out"`
+	InSample Report `json:"in_sample"`
 	// Coverage scores the intervals Params writes: taken from one half of
 	// the groups' held-out predictions, scored on the other.
 	Coverage Coverage `json:"interval_coverage"`
