@@ -3,11 +3,6 @@ package calibrate
 import (
 	"strings"
 	"testing"
-
-	"github.com/gpuplane/gpuplane/internal/catalog"
-	"github.com/gpuplane/gpuplane/internal/estimate"
-	"github.com/gpuplane/gpuplane/internal/perf"
-	"github.com/gpuplane/gpuplane/internal/sharedtest"
 )
 
 func TestCampaign(t *testing.T) {
@@ -26,11 +21,8 @@ func TestCampaign(t *testing.T) {
 // Each group is held out once, predicted by a fit that never saw it: the
 // folds cover every case exactly once, and each fold trained on the rest.
 func TestCrossValidateHoldsOutEachGroup(t *testing.T) {
-	c := catalog.MustDefault()
-	ds, err := LoadDir(sharedtest.Path(t, "calibration"), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, env := loadShared(t)
+	c := env.Catalog
 	// A few rows of a small model per GPU keep the folds fast. The files
 	// spell GPUs two ways; a fold holds out the catalog GPU.
 	var cases []Case
@@ -46,7 +38,6 @@ func TestCrossValidateHoldsOutEachGroup(t *testing.T) {
 	if len(per) < 2 {
 		t.Skipf("need two systems, have %v", per)
 	}
-	env := estimate.Env{Catalog: c, Params: perf.MustDefaultParams()}
 	var seen []string
 	res, err := CrossValidate(env, env.Params, cases, "system", FitOptions{MaxEvaluations: 300}, func(i, n int, held string) {
 		seen = append(seen, held)

@@ -8,7 +8,6 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
-	"github.com/gpuplane/gpuplane/internal/sharedtest"
 )
 
 // The search against a brute-force oracle: every case predicted on its
@@ -17,11 +16,7 @@ import (
 // picked without its model, and the written parameters carry the terms
 // and keep the intervals of the kinds they do not touch.
 func TestFitMoETermsMatchesOracle(t *testing.T) {
-	c := catalog.MustDefault()
-	ds, err := LoadDir(sharedtest.Path(t, "calibration"), c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, env := loadShared(t)
 	// A few short aggregated runs per (model, backend) keep it fast.
 	var cases []Case
 	per := map[string]int{}
@@ -36,14 +31,13 @@ func TestFitMoETermsMatchesOracle(t *testing.T) {
 	if len(per) < 4 {
 		t.Skipf("need several MoE models and backends, have %v", per)
 	}
-	env := estimate.Env{Catalog: c, Params: perf.MustDefaultParams()}
 	grid := NewMoEGrid([]float64{0, 3000}, []float64{0, 50})
 	res, err := FitMoETerms(env, cases, grid, "model", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	key, _ := cvKey("model", c)
+	key, _ := cvKey("model", env.Catalog)
 	type at struct {
 		id string
 		v  MoETerms

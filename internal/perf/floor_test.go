@@ -10,22 +10,9 @@ import (
 // serving terms set to floorUs and layerUs (the others at their defaults).
 func termsWorker(t *testing.T, model, gpu string, b Backend, floorUs, layerUs float64) *Worker {
 	t.Helper()
-	c := catalog.MustDefault()
-	m, err := c.Model(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := c.Device(gpu, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := MustDefaultParams().Clone()
 	p.Backends[b].MoEPromptFloorUs, p.Backends[b].MoELayerUs = floorUs, layerUs
-	w, err := NewWorker(Config{Model: m, Device: d, Backend: b, Weights: catalog.FP8, TP: 8}, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
+	return catalogWorker(t, model, gpu, "", Config{Backend: b, Weights: catalog.FP8, TP: 8}, p)
 }
 
 // The MoE prompt floor bounds an iteration with prompt tokens from below:

@@ -8,20 +8,7 @@ import (
 
 func parallelWorker(t *testing.T, model, gpu string, tp, dp, ep int) *Worker {
 	t.Helper()
-	c := catalog.MustDefault()
-	m, err := c.Model(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := c.Device(gpu, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWorker(Config{Model: m, Device: d, Backend: TRTLLM, Weights: catalog.FP8, TP: tp, DP: dp, EP: ep}, MustDefaultParams())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
+	return catalogWorker(t, model, gpu, "", Config{Backend: TRTLLM, Weights: catalog.FP8, TP: tp, DP: dp, EP: ep}, MustDefaultParams())
 }
 
 // Attention DP keeps attention whole on each rank and spreads the experts

@@ -9,7 +9,9 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 )
 
-func worker(t *testing.T, model, gpu, slice string, prec catalog.Precision, tp int) *Worker {
+// catalogWorker builds cfg for the catalog's model on gpu (and slice)
+// under p; cfg gives everything else.
+func catalogWorker(t *testing.T, model, gpu, slice string, cfg Config, p *Params) *Worker {
 	t.Helper()
 	c := catalog.MustDefault()
 	m, err := c.Model(model)
@@ -20,11 +22,17 @@ func worker(t *testing.T, model, gpu, slice string, prec catalog.Precision, tp i
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewWorker(Config{Model: m, Device: d, Backend: VLLM, Weights: prec, TP: tp}, MustDefaultParams())
+	cfg.Model, cfg.Device = m, d
+	w, err := NewWorker(cfg, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
+}
+
+func worker(t *testing.T, model, gpu, slice string, prec catalog.Precision, tp int) *Worker {
+	t.Helper()
+	return catalogWorker(t, model, gpu, slice, Config{Backend: VLLM, Weights: prec, TP: tp}, MustDefaultParams())
 }
 
 func decodeStep(w *Worker, n, ctx int) float64 {
