@@ -42,7 +42,8 @@ type Point struct {
 	ITLms       Percentiles    `json:"itl_ms"`
 	KVUse       float64        `json:"kv_use"`
 	// PoolKVUse is each pool's mean KV-cache use; PoolInFlight its requests
-	// running or waiting (for a prefill pool: those without a first token).
+	// running or waiting, in its engines or their API servers (for a prefill
+	// pool: those without a first token).
 	PoolKVUse    map[string]float64 `json:"pool_kv_use"`
 	PoolInFlight map[string]int     `json:"pool_in_flight"`
 	Attainment   float64            `json:"slo_attainment"`
@@ -146,10 +147,10 @@ func (r *recorder) closeInterval(s *Sim) {
 		pn := 0
 		for _, w := range pl.workers {
 			if !w.gone {
-				p.QueueDepth += w.eng.Waiting()
+				p.QueueDepth += w.eng.Waiting() + w.inFront
 				kv += w.eng.KVUsed()
 				pkv += w.eng.KVUsed()
-				p.PoolInFlight[pl.spec.Name] += w.eng.Running() + w.eng.Waiting()
+				p.PoolInFlight[pl.spec.Name] += w.load()
 				n++
 				pn++
 			}

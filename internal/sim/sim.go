@@ -92,7 +92,15 @@ type worker struct {
 	gone     bool
 	started  float64
 	stopped  float64
+	// The worker's API server takes requests one at a time before its
+	// engine (tokenising, validation): frontFree is when it is next idle,
+	// inFront how many requests it holds.
+	frontFree float64
+	inFront   int
 }
+
+// load is what least-outstanding routing compares.
+func (w *worker) load() int { return w.eng.Running() + w.eng.Waiting() + w.inFront }
 
 type pool struct {
 	spec    PoolSpec
@@ -269,7 +277,7 @@ func (s *Sim) Scale(poolName string, replicas int, now float64) error {
 }
 
 func (s *Sim) retireIfIdle(w *worker, now float64) {
-	if w.draining && !w.gone && w.eng.Running()+w.eng.Waiting() == 0 {
+	if w.draining && !w.gone && w.load() == 0 {
 		w.gone, w.stopped = true, now
 	}
 }
@@ -304,7 +312,7 @@ func (s *Sim) route(p *pool, now float64) *worker {
 	}
 	best := ws[0]
 	for _, w := range ws[1:] {
-		if w.eng.Running()+w.eng.Waiting() < best.eng.Running()+best.eng.Waiting() {
+		if w.load() < best.load() {
 			best = w
 		}
 	}
@@ -325,8 +333,28 @@ func (s *Sim) dispatch(r *request, now float64) error {
 		s.waiting = append(s.waiting, r)
 		return nil
 	}
+	// The worker's API server handles the request first (the same
+	// per-request time the steady-state estimate charges), then its engine.
+	service := p.spec.Worker.FrontendTime(r.ISL)
+	if service <= 0 {
+		s.submit(w, r, now)
+		return nil
+	}
+	w.frontFree = max(now, w.frontFree) + service
+	w.inFront++
+	s.after(w.frontFree, func(at float64) error {
+		w.inFront--
+		s.submit(w, r, at)
+		return nil
+	})
+	return nil
+}
+
+// submit hands a request that left the API server to the worker's engine;
+// a request the engine cannot hold is rejected.
+func (s *Sim) submit(w *worker, r *request, now float64) {
 	osl := r.OSL
-	if p.spec.Role == engine.Prefill {
+	if w.pool.spec.Role == engine.Prefill {
 		osl = 1
 	}
 	er := &engine.Request{ID: r.ID, ISL: r.ISL, OSL: osl}
@@ -336,9 +364,8 @@ func (s *Sim) dispatch(r *request, now float64) error {
 		if s.cfg.Users != nil {
 			s.after(now+1, s.userSends) // the user tries again a second later
 		}
-		return nil
+		s.retireIfIdle(w, now)
 	}
-	return nil
 }
 
 func (s *Sim) flushWaiting(now float64) error {

@@ -14,11 +14,25 @@ import (
 
 func newWorker(t testing.TB, tp, maxSeqs, budget int) *perf.Worker {
 	t.Helper()
+	return newWorkerWith(t, tp, maxSeqs, budget, perf.MustDefaultParams())
+}
+
+// engineOnly is a worker whose API server takes no time, so that the
+// engine alone is the queue under test.
+func engineOnly(t testing.TB, tp, maxSeqs, budget int) *perf.Worker {
+	t.Helper()
+	p := perf.MustDefaultParams()
+	p.Backends[perf.VLLM].FrontendOverheadMs, p.Backends[perf.VLLM].FrontendPerTokenUs = 0, 0
+	return newWorkerWith(t, tp, maxSeqs, budget, p)
+}
+
+func newWorkerWith(t testing.TB, tp, maxSeqs, budget int, p *perf.Params) *perf.Worker {
+	t.Helper()
 	c := catalog.MustDefault()
 	m, _ := c.Model("Qwen/Qwen3-32B")
 	d, _ := c.Device("h100_sxm", "")
 	w, err := perf.NewWorker(perf.Config{Model: m, Device: d, Backend: perf.VLLM, Weights: catalog.FP8, TP: tp,
-		MaxSeqs: maxSeqs, MaxBatchedTokens: budget}, perf.MustDefaultParams())
+		MaxSeqs: maxSeqs, MaxBatchedTokens: budget}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +51,7 @@ func poisson(t testing.TB, rate float64, isl, osl int, dur float64, seed uint64)
 // queue: mean time in system = D + rho*D/(2(1-rho)).
 func TestMD1(t *testing.T) {
 	const isl = 512
-	w := newWorker(t, 1, 1, isl)
+	w := engineOnly(t, 1, 1, isl)
 	d := w.StepTime(perf.Batch{PrefillTokens: isl, PrefillSeqs: 1, PrefillPairs: isl * isl / 2, Sampled: 1})
 	for _, rho := range []float64{0.3, 0.6, 0.8} {
 		s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 1}}},
@@ -183,6 +197,9 @@ func TestUsersAgreeWithEstimate(t *testing.T) {
 	} else {
 		t.Logf("mean ITL %.2f ms, estimate TPOT %.2f ms", sum.ITLMeanms, est.TPOTms)
 	}
+	if d := math.Abs(sum.TTFTMeanms-est.TTFTms) / est.TTFTms; d > 0.1 {
+		t.Errorf("mean TTFT %.2f ms vs estimate %.2f ms", sum.TTFTMeanms, est.TTFTms)
+	}
 	if rps := float64(sum.Completed) / sum.SimSeconds; math.Abs(rps-est.RequestsPerS)/est.RequestsPerS > 0.05 {
 		t.Errorf("throughput %.3f req/s vs estimate %.3f", rps, est.RequestsPerS)
 	}
@@ -190,5 +207,77 @@ func TestUsersAgreeWithEstimate(t *testing.T) {
 	rate := float64(sum.Completed) / sum.SimSeconds
 	if n := rate * (sum.E2EMeanms + 1) / 1e3; math.Abs(n-16)/16 > 0.05 {
 		t.Errorf("Little's law: %.2f users in the loop, want 16", n)
+	}
+}
+
+// At a load where requests never overlap, the API server adds exactly its
+// service time to every TTFT.
+func TestAPIServerTimeInTTFT(t *testing.T) {
+	run := func(w *perf.Worker) *Summary {
+		s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 1}}},
+			poisson(t, 0.01, 3000, 20, 20000, 7))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := s.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	w := newWorker(t, 1, 0, 0)
+	with, without := run(w), run(engineOnly(t, 1, 0, 0))
+	if with.Completed < 100 || with.Completed != without.Completed {
+		t.Fatalf("completed %d and %d", with.Completed, without.Completed)
+	}
+	want := w.FrontendTime(3000) * 1e3
+	if want <= 0 {
+		t.Fatal("the embedded vLLM API server takes no time; the test needs one that does")
+	}
+	if got := with.TTFTMeanms - without.TTFTMeanms; math.Abs(got-want) > 1e-6*want+1e-9 {
+		t.Errorf("API server adds %.4f ms to the mean TTFT, want %.4f", got, want)
+	}
+}
+
+// The API server is one thread: a burst leaves it one request per service
+// time, in arrival order, and least-outstanding routing counts what it holds.
+func TestAPIServerQueuesABurst(t *testing.T) {
+	w := newWorker(t, 1, 0, 0)
+	f := w.FrontendTime(1000)
+	users := func(n int) *Users {
+		return &Users{N: n, ISL: workload.Fixed{N: 1000}, OSL: workload.Fixed{N: 50}, Duration: 1,
+			Rng: rand.New(rand.NewPCG(1, 1))}
+	}
+	s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 1}},
+		Users: users(6)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wk := s.agg.workers[0]
+	for k := 0; k <= 6; k++ {
+		// Just before the k+1-th request leaves the API server.
+		if _, err := s.Step(float64(k)*f + f/2); err != nil {
+			t.Fatal(err)
+		}
+		if got := wk.inFront; got != 6-k {
+			t.Fatalf("at %.2f ms: %d requests in the API server, want %d", (float64(k)*f+f/2)*1e3, got, 6-k)
+		}
+		if got := wk.eng.Running() + wk.eng.Waiting() + s.rec.completed; got != k {
+			t.Fatalf("at %.2f ms: the engine has had %d requests, want %d", (float64(k)*f+f/2)*1e3, got, k)
+		}
+	}
+
+	s, err = New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 4}},
+		Users: users(8)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Step(0); err != nil {
+		t.Fatal(err)
+	}
+	for i, wk := range s.agg.workers {
+		if wk.inFront != 2 {
+			t.Errorf("worker %d's API server holds %d of 8 simultaneous requests, want 2", i, wk.inFront)
+		}
 	}
 }
