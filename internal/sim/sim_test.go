@@ -47,6 +47,30 @@ func poisson(t testing.TB, rate float64, isl, osl int, dur float64, seed uint64)
 	return p
 }
 
+// agg is a deployment of replicas aggregated workers of w.
+func agg(w *perf.Worker, replicas int) Config {
+	return Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: replicas}}}
+}
+
+// runAgg simulates replicas aggregated workers of w under src to the end.
+func runAgg(t testing.TB, w *perf.Worker, replicas int, src workload.Source) *Summary {
+	t.Helper()
+	return runSim(t, agg(w, replicas), src)
+}
+
+func runSim(t testing.TB, cfg Config, src workload.Source) *Summary {
+	t.Helper()
+	s, err := New(cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
 // An engine that takes one single-token request per iteration is an M/D/1
 // queue: mean time in system = D + rho*D/(2(1-rho)).
 func TestMD1(t *testing.T) {
@@ -54,15 +78,7 @@ func TestMD1(t *testing.T) {
 	w := engineOnly(t, 1, 1, isl)
 	d := w.StepTime(perf.Batch{PrefillTokens: isl, PrefillSeqs: 1, PrefillPairs: isl * isl / 2, Sampled: 1})
 	for _, rho := range []float64{0.3, 0.6, 0.8} {
-		s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 1}}},
-			poisson(t, rho/d, isl, 1, 200000*d, 5))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, err := s.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sum := runAgg(t, w, 1, poisson(t, rho/d, isl, 1, 200000*d, 5))
 		want := (d + rho*d/(2*(1-rho))) * 1e3
 		if math.Abs(sum.E2EMeanms-want)/want > 0.05 {
 			t.Errorf("rho %.1f: mean time in system %.2f ms, M/D/1 says %.2f ms", rho, sum.E2EMeanms, want)
@@ -72,17 +88,9 @@ func TestMD1(t *testing.T) {
 
 func TestConservationAndDeterminism(t *testing.T) {
 	run := func() *Summary {
-		w := newWorker(t, 1, 0, 0)
-		s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 2}},
-			TTFTSLO: 0.5, ITLSLO: 0.03}, poisson(t, 1.5, 2000, 300, 300, 11))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, err := s.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
+		cfg := agg(newWorker(t, 1, 0, 0), 2)
+		cfg.TTFTSLO, cfg.ITLSLO = 0.5, 0.03
+		return runSim(t, cfg, poisson(t, 1.5, 2000, 300, 300, 11))
 	}
 	a, b := run(), run()
 	if a.Requests == 0 || a.Completed+a.Unfinished+a.Rejected != a.Requests || a.Unfinished != 0 {
@@ -158,15 +166,7 @@ func TestConfigErrors(t *testing.T) {
 func BenchmarkHourAt20RPS(b *testing.B) {
 	w := newWorker(b, 1, 0, 0)
 	for b.Loop() {
-		s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 16}}},
-			poisson(b, 20, 4000, 500, 3600, 1))
-		if err != nil {
-			b.Fatal(err)
-		}
-		sum, err := s.Run()
-		if err != nil {
-			b.Fatal(err)
-		}
+		sum := runAgg(b, w, 16, poisson(b, 20, 4000, 500, 3600, 1))
 		b.ReportMetric(sum.SimSeconds, "sim-s/op")
 	}
 }
@@ -213,20 +213,9 @@ func TestUsersAgreeWithEstimate(t *testing.T) {
 // At a load where requests never overlap, the API server adds exactly its
 // service time to every TTFT.
 func TestAPIServerTimeInTTFT(t *testing.T) {
-	run := func(w *perf.Worker) *Summary {
-		s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 1}}},
-			poisson(t, 0.01, 3000, 20, 20000, 7))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, err := s.Run()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
 	w := newWorker(t, 1, 0, 0)
-	with, without := run(w), run(engineOnly(t, 1, 0, 0))
+	with := runAgg(t, w, 1, poisson(t, 0.01, 3000, 20, 20000, 7))
+	without := runAgg(t, engineOnly(t, 1, 0, 0), 1, poisson(t, 0.01, 3000, 20, 20000, 7))
 	if with.Completed < 100 || with.Completed != without.Completed {
 		t.Fatalf("completed %d and %d", with.Completed, without.Completed)
 	}
