@@ -233,12 +233,14 @@ func TestAPIServerTimeInTTFT(t *testing.T) {
 func TestAPIServerQueuesABurst(t *testing.T) {
 	w := newWorker(t, 1, 0, 0)
 	f := w.FrontendTime(1000)
-	users := func(n int) *Users {
-		return &Users{N: n, ISL: workload.Fixed{N: 1000}, OSL: workload.Fixed{N: 50}, Duration: 1,
+	// n users, each sending at time zero, to replicas workers.
+	burst := func(n, replicas int) Config {
+		cfg := agg(w, replicas)
+		cfg.Users = &Users{N: n, ISL: workload.Fixed{N: 1000}, OSL: workload.Fixed{N: 50}, Duration: 1,
 			Rng: rand.New(rand.NewPCG(1, 1))}
+		return cfg
 	}
-	s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 1}},
-		Users: users(6)}, nil)
+	s, err := New(burst(6, 1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,8 +258,7 @@ func TestAPIServerQueuesABurst(t *testing.T) {
 		}
 	}
 
-	s, err = New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 4}},
-		Users: users(8)}, nil)
+	s, err = New(burst(8, 4), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
