@@ -53,6 +53,17 @@ func calibrationEnv(g *globals, harness string) (estimate.Env, serving.Harness, 
 	return env, h, nil
 }
 
+// calibrationData is the model and the measured runs under dir, for the
+// calibration commands that predict with no harness of their own.
+func calibrationData(g *globals, dir string) (estimate.Env, *calibrate.Dataset, error) {
+	env, err := g.env()
+	if err != nil {
+		return env, nil, err
+	}
+	ds, err := calibrate.LoadDir(dir, env.Catalog)
+	return env, ds, err
+}
+
 func pct(v float64) string {
 	if v == 0 {
 		return "-"

@@ -50,11 +50,7 @@ calibration itself uses one harness for every row.
   gpuplane calibrate harnesses --data ../shared/calibration`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, err := g.env()
-			if err != nil {
-				return err
-			}
-			ds, err := calibrate.LoadDir(dir, env.Catalog)
+			env, ds, err := calibrationData(g, dir)
 			if err != nil {
 				return err
 			}

@@ -62,11 +62,7 @@ taken from the held-out predictions.
   gpuplane calibrate moe --data ../shared/calibration --out params.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, err := g.env()
-			if err != nil {
-				return err
-			}
-			ds, err := calibrate.LoadDir(dir, env.Catalog)
+			env, ds, err := calibrationData(g, dir)
 			if err != nil {
 				return err
 			}
