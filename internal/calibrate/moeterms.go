@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -181,13 +182,9 @@ func (r *MoEResult) Params(start *perf.Params) *perf.Params {
 	iv := &perf.Intervals{Kinds: map[string]*perf.IntervalKind{}}
 	if p.Intervals != nil {
 		iv.Source = p.Intervals.Source
-		for k, v := range p.Intervals.Kinds {
-			iv.Kinds[k] = v
-		}
+		maps.Copy(iv.Kinds, p.Intervals.Kinds)
 	}
-	for k, v := range fresh.Kinds {
-		iv.Kinds[k] = v
-	}
+	maps.Copy(iv.Kinds, fresh.Kinds)
 	if note := fmt.Sprintf("; MoE kinds: gpuplane calibrate moe, terms held out by %s", r.By); !strings.Contains(iv.Source, note) {
 		iv.Source += note
 	}
