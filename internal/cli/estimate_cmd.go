@@ -33,14 +33,17 @@ func (t estimateTable) Rows() [][]string {
 		{"precision (weights/kv)", o.Precision + "/" + o.KV},
 	}
 	if o.Mode == "disagg" {
-		rows = append(rows, []string{"prefill", fmt.Sprintf("%d worker(s) x tp%d", o.Prefill, o.PrefillTP)},
-			[]string{"decode", fmt.Sprintf("%d worker(s) x tp%d", o.Decode, o.DecodeTP)},
+		rows = append(rows, []string{"prefill", fmt.Sprintf("%d worker(s) x tp%d%s", o.Prefill, o.PrefillTP, dpSuffix(o.PrefillDP, 0))},
+			[]string{"decode", fmt.Sprintf("%d worker(s) x tp%d%s", o.Decode, o.DecodeTP, dpSuffix(o.DecodeDP, 0))},
 			[]string{"kv transfer", fmt.Sprintf("%.2f ms", o.KVTransferMs)})
 		if o.PoolsSized {
 			rows = append(rows, []string{"pools", "sized to the concurrency (no worker counts given)"})
 		}
 	} else {
-		rows = append(rows, []string{"parallelism", fmt.Sprintf("%d worker(s) x tp%d pp%d", o.Workers, o.TP, o.PP)})
+		rows = append(rows, []string{"parallelism", fmt.Sprintf("%d worker(s) x tp%d pp%d%s", o.Workers, o.TP, o.PP, dpSuffix(o.DP, o.EP))})
+	}
+	for _, n := range o.Notes {
+		rows = append(rows, []string{"note", n})
 	}
 	rows = append(rows,
 		[]string{"workload", fmt.Sprintf("isl %d, osl %d, concurrency %d", o.ISL, o.OSL, o.Concurrency)},
@@ -78,6 +81,18 @@ func (t estimateTable) Rows() [][]string {
 		[]string{"requests/s", fmt.Sprintf("%.2f", o.RequestsPerS)},
 		[]string{"gpus", fmt.Sprint(o.GPUs)},
 	)
+}
+
+// dpSuffix names attention data parallelism and expert parallelism where used.
+func dpSuffix(dp, ep int) string {
+	s := ""
+	if dp > 1 {
+		s += fmt.Sprintf(" dp%d", dp)
+	}
+	if ep > 1 {
+		s += fmt.Sprintf(" ep%d", ep)
+	}
+	return s
 }
 
 // lineResult is one line of `estimate -f`: an estimate or an error.

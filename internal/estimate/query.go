@@ -97,7 +97,19 @@ type Output struct {
 	TPOTInterval *[2]float64 `json:"tpot_ms_interval,omitempty"`
 	// IntervalKind names the kind of measured runs the intervals come from.
 	IntervalKind string `json:"interval_kind,omitempty"`
-	Error        string `json:"error,omitempty"`
+	// Notes say how the query was read where that differs from its
+	// letter (a tp taken as attention data parallelism).
+	Notes []string `json:"notes,omitempty"`
+	Error string   `json:"error,omitempty"`
+}
+
+// noteDPFromTP records that role's tp was read as attention data parallelism.
+func (o *Output) noteDPFromTP(role string, c perf.Config) {
+	if !c.DPFromTP {
+		return
+	}
+	o.Notes = append(o.Notes, fmt.Sprintf("%stp %d does not divide %s's %d attention heads: read as %d GPUs running attention data-parallel (dp %d, tp 1) with the experts over all of them (ep %d), as TensorRT-LLM and SGLang run such a worker with attention DP on; give dp to choose another split",
+		role, c.DP, c.Model.Name, c.Model.AttentionHeads, c.DP, c.DP, c.EP))
 }
 
 // withIntervals attaches the held-out intervals of the query's kind.
@@ -195,6 +207,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		}
 		cfgUsed = w.Config()
 		out.TP, out.PP, out.EP, out.DP, out.Workers = cfgUsed.TP, cfgUsed.PP, cfgUsed.EP, cfgUsed.DP, max(q.Workers, 1)
+		out.noteDPFromTP("", cfgUsed)
 		// Each attention-DP rank runs its own engine.
 		res, err = serving.Aggregated(w, max(q.Workers, 1)*cfgUsed.DP, wl, opt)
 		if err = fitHint(err, cfgUsed, env, q.ISL+q.OSL); err != nil && res == nil {
@@ -229,6 +242,8 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 			return nil, fmt.Errorf("decode: %w", err)
 		}
 		pdp, ddp := pw.Config().DP, dw.Config().DP
+		out.noteDPFromTP("prefill_", pw.Config())
+		out.noteDPFromTP("decode_", dw.Config())
 		np, nd := q.PrefillWorkers, q.DecodeWorkers
 		if np == 0 || nd == 0 {
 			// No counts given: the pools a deployment for this many users runs.

@@ -172,6 +172,32 @@ func TestRunAttentionDP(t *testing.T) {
 	}
 }
 
+// A tp the heads do not divide runs as the engines run it, and the
+// output says how the query was read, for each pool it applies to.
+func TestRunNotesTPReadAsDP(t *testing.T) {
+	q := Defaults()
+	q.Model, q.GPU, q.Backend, q.Precision, q.TP, q.ISL, q.OSL, q.Concurrency = "deepseek-ai/DeepSeek-R1", "gb200", "trtllm", "fp4", 36, 1024, 1024, 64
+	out, err := Run(env(), q, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.GPUs != 36 || out.TP != 1 || out.DP != 36 || out.EP != 36 || len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "tp 36 does not divide") {
+		t.Fatalf("tp 36: %d GPUs, tp %d dp %d ep %d, notes %q", out.GPUs, out.TP, out.DP, out.EP, out.Notes)
+	}
+	q.TP = 8
+	if out, err := Run(env(), q, serving.Options{}); err != nil || len(out.Notes) != 0 {
+		t.Fatalf("tp 8 is plain tensor parallelism: notes %q, err %v", out.Notes, err)
+	}
+	q.Mode, q.TP, q.PrefillTP, q.DecodeTP, q.PrefillWorkers, q.DecodeWorkers = "disagg", 0, 4, 24, 1, 1
+	d, err := Run(env(), q, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.GPUs != 28 || d.DecodeDP != 24 || len(d.Notes) != 1 || !strings.HasPrefix(d.Notes[0], "decode_tp 24") {
+		t.Fatalf("disagg prefill tp 4, decode tp 24: %d GPUs, decode dp %d, notes %q", d.GPUs, d.DecodeDP, d.Notes)
+	}
+}
+
 // A disaggregated query without worker counts gets pools sized to its
 // users, in whole workers of dp engines, and says so; given counts are kept.
 func TestRunSizesPoolsWithoutCounts(t *testing.T) {

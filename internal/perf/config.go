@@ -37,6 +37,9 @@ func ParseBackend(s string) (Backend, error) {
 	return "", fmt.Errorf("unknown backend %q: use vllm, sglang or trtllm", s)
 }
 
+// maxDP bounds attention data parallelism: eight NVL72 domains' worth.
+const maxDP = 1024
+
 // Config is one serving worker: a model on TP x PP devices of one kind.
 type Config struct {
 	Model   *catalog.Model
@@ -57,6 +60,11 @@ type Config struct {
 	MaxSeqs          int
 	// MemoryUtilization overrides the backend default when > 0.
 	MemoryUtilization float64
+	// DPFromTP is set by normalise when TP did not divide an MoE model's
+	// attention heads and was read as TensorRT-LLM and SGLang read their
+	// tp under attention DP: the worker's GPU count, with attention data
+	// parallel on every GPU (DP = TP, TP = 1) and the experts over all.
+	DPFromTP bool
 }
 
 // GPUs is the number of devices one worker (one attention-DP rank) uses.
@@ -100,6 +108,15 @@ func (c *Config) normalise(p *Params) error {
 	if c.DP == 0 {
 		c.DP = 1
 	}
+	if c.Model.MoE != nil && c.DP == 1 && c.TP > 1 && c.TP <= maxDP && c.Model.AttentionHeads%c.TP != 0 {
+		// No engine splits attention heads unevenly; an MoE deployment
+		// that names more GPUs than the heads divide into runs attention
+		// data-parallel, and moves tokens to the experts across all of them.
+		c.DP, c.TP, c.DPFromTP = c.TP, 1, true
+		if c.EP <= 1 {
+			c.EP = c.DP
+		}
+	}
 	switch {
 	case c.TP < 1:
 		return fmt.Errorf("tp: %d must be >= 1", c.TP)
@@ -107,14 +124,14 @@ func (c *Config) normalise(p *Params) error {
 		return fmt.Errorf("pp: %d must be >= 1", c.PP)
 	case c.PP > c.Model.Layers:
 		return fmt.Errorf("pp: %d exceeds the model's %d layers", c.PP, c.Model.Layers)
-	case c.DP < 1 || c.DP > 1024:
-		return fmt.Errorf("dp: %d must be 1 to 1024", c.DP)
+	case c.DP < 1 || c.DP > maxDP:
+		return fmt.Errorf("dp: %d must be 1 to %d", c.DP, maxDP)
 	case c.EP < 1 || (c.TP*c.DP)%c.EP != 0:
 		return fmt.Errorf("ep: %d must divide tp x dp (%d), the GPUs the experts spread over", c.EP, c.TP*c.DP)
 	case c.EP > 1 && c.Model.MoE == nil:
 		return fmt.Errorf("ep: %d needs a mixture-of-experts model; %s is dense", c.EP, c.Model.Name)
-	case c.EP > 1 && c.Model.MoE.Experts%c.EP != 0:
-		return fmt.Errorf("ep: %d must divide the %d experts", c.EP, c.Model.MoE.Experts)
+	case c.Model.MoE != nil && c.EP > c.Model.MoE.Experts:
+		return fmt.Errorf("ep: %d exceeds the %d experts; use at most %d expert-parallel ranks", c.EP, c.Model.MoE.Experts, c.Model.MoE.Experts)
 	}
 	if !c.Device.Whole() && c.TP*c.PP*c.DP > 1 {
 		return fmt.Errorf("tp x pp x dp = %d on %s: slices (MIG, vGPU) have no peer-to-peer links, so a worker on slices must use tp=1 pp=1 dp=1", c.TP*c.PP*c.DP, c.Device.Name())

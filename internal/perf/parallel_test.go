@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -71,5 +72,73 @@ func TestMultiNodeTPAllReduce(t *testing.T) {
 	// NCCL rings across nodes run at about a NIC's bus bandwidth.
 	if a := across.allReduceOnce(4096); a < 5*in.allReduceOnce(4096) {
 		t.Errorf("a 4096-token all-reduce over two nodes %g s should be far slower than in one %g s", a, in.allReduceOnce(4096))
+	}
+}
+
+// A tp that does not divide an MoE model's heads is the engines' attention-DP
+// layout: every GPU a DP rank, the experts over all of them. A dense model
+// has no such layout and keeps the error.
+func TestTPReadAsAttentionDP(t *testing.T) {
+	const model = "deepseek-ai/DeepSeek-R1" // 128 heads, 256 experts
+	cases := []struct {
+		tp, ep         int
+		wantDP, wantEP int
+	}{
+		{36, 0, 36, 36},
+		{72, 0, 72, 72},
+		{12, 4, 12, 4},  // an ep that divides the GPUs is kept
+		{8, 0, 0, 0},    // divides the heads: plain tensor parallelism
+		{128, 0, 0, 0},  // still a divisor
+		{1024, 0, 0, 0}, // as DP, more ranks than experts: an error
+	}
+	for _, tc := range cases {
+		cfg := Config{Backend: TRTLLM, Weights: catalog.FP4, TP: tc.tp, EP: tc.ep}
+		m, _ := catalog.MustDefault().Model(model)
+		dev, _ := catalog.MustDefault().Device("gb200", "")
+		cfg.Model, cfg.Device = m, dev
+		w, err := NewWorker(cfg, MustDefaultParams())
+		if tc.wantDP == 0 {
+			if err == nil && w.Config().DPFromTP {
+				t.Errorf("tp %d: read as attention DP, want tensor parallelism", tc.tp)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("tp %d ep %d: %v", tc.tp, tc.ep, err)
+		}
+		got := w.Config()
+		if !got.DPFromTP || got.TP != 1 || got.DP != tc.wantDP || got.EP != tc.wantEP {
+			t.Errorf("tp %d ep %d: read as tp %d dp %d ep %d (from tp %v), want tp 1 dp %d ep %d", tc.tp, tc.ep, got.TP, got.DP, got.EP, got.DPFromTP, tc.wantDP, tc.wantEP)
+		}
+	}
+	dense, _ := catalog.MustDefault().Model("Qwen/Qwen3-32B")
+	dev, _ := catalog.MustDefault().Device("gb200", "")
+	if _, err := NewWorker(Config{Model: dense, Device: dev, TP: 36}, MustDefaultParams()); err == nil {
+		t.Error("dense tp 36: want the attention-heads error")
+	}
+	m, _ := catalog.MustDefault().Model(model)
+	if _, err := NewWorker(Config{Model: m, Device: dev, TP: 5000}, MustDefaultParams()); err == nil || !strings.Contains(err.Error(), "tp: 5000") {
+		t.Errorf("tp 5000: error %v, want one naming tp", err)
+	}
+}
+
+// Expert-parallel ranks that do not divide the experts (wide EP with
+// redundant slots): the busiest rank holds one expert more and sets the
+// pace; more ranks than experts is an error.
+func TestUnevenExpertParallelism(t *testing.T) {
+	const model = "deepseek-ai/DeepSeek-R1"              // 256 experts
+	even := parallelWorker(t, model, "gb200", 1, 32, 32) // 8 experts a rank
+	odd := parallelWorker(t, model, "gb200", 1, 36, 36)  // 7.1 on average, 8 on the busiest
+	if r := odd.expertParams * odd.dp / (even.expertParams * even.dp); r < 8*36/256.0*0.999 || r > 8*36/256.0*1.001 {
+		t.Errorf("ep 36 busiest rank holds %.3f of an even split, want %.3f", r, 8*36/256.0)
+	}
+	if odd.moeCompute(4, false) < even.moeCompute(4, false)*0.999 {
+		t.Errorf("ep 36 MoE %g s, ep 32 %g s: the busiest rank holds as many experts", odd.moeCompute(4, false), even.moeCompute(4, false))
+	}
+	m, _ := catalog.MustDefault().Model(model)
+	dev, _ := catalog.MustDefault().Device("gb200", "")
+	_, err := NewWorker(Config{Model: m, Device: dev, TP: 1, DP: 512, EP: 512}, MustDefaultParams())
+	if err == nil || !strings.Contains(err.Error(), "exceeds the 256 experts") {
+		t.Errorf("ep 512 over 256 experts: error %v", err)
 	}
 }
