@@ -38,8 +38,11 @@ type opModel struct {
 	hidden, vocabN    float64
 	// Decode attention per full-attention layer: gamma per call, alpha per
 	// sequence, beta per cached token (fitted to the table at set-up, so the
-	// step time stays affine in the decode context).
+	// step time stays affine in the decode context). tableDecode is false
+	// where the table fails the bandwidth cross-check (decodePlausible) and
+	// decode attention stays on the roofline.
 	gamma, alpha, beta float64
+	tableDecode        bool
 
 	mu    sync.Mutex
 	dense map[int]float64 // per-layer GEMM + all-reduce time by tokens
@@ -99,10 +102,29 @@ func newOpModel(w *Worker, p *Params) (*opModel, error) {
 	if _, ok := o.ctxAttention(1024, 1); !ok {
 		return nil, nil
 	}
-	if !o.fitDecode() {
-		return nil, nil
-	}
+	o.tableDecode = o.fitDecode() && decodePlausible(o.beta, w.kvElemsGPU*cfg.KV.Bytes(), d.BandwidthGBps()*1e9)
 	return o, nil
+}
+
+// Decode attention streams the KV cache: per cached token it cannot beat
+// the spec sheet's bandwidth (with the 1.25x slack the row filter allows),
+// and a kernel engines serve with does not run below a quarter of it. The
+// tables break both bounds on whole systems: TensorRT-LLM's Blackwell tables
+// grow with query heads rather than KV heads (GQA models 4-8x slower than
+// the fitted roofline), and others price wide-head shapes, extrapolated,
+// above the spec bandwidth. Such a table keeps decode attention on the
+// roofline; its GEMMs and prefill attention are still used.
+const (
+	decodeFastest = 1.25
+	decodeSlowest = 0.25
+)
+
+func decodePlausible(secsPerToken, bytesPerToken, bw float64) bool {
+	if !(secsPerToken > 0) || !(bw > 0) {
+		return false
+	}
+	rate := bytesPerToken / secsPerToken
+	return rate <= decodeFastest*bw && rate >= decodeSlowest*bw
 }
 
 func (o *opModel) ctxAttention(isl, batch float64) (float64, bool) {
@@ -213,7 +235,7 @@ func (o *opModel) stepTime(w *Worker, b Batch) float64 {
 			t += layers * w.prefillAttention(b)
 		}
 	}
-	if b.DecodeSeqs > 0 {
+	if b.DecodeSeqs > 0 && o.tableDecode {
 		t += full * (o.gamma + o.alpha*float64(b.DecodeSeqs))
 	}
 	if b.Sampled > 0 {

@@ -49,10 +49,11 @@ func h100(t *testing.T) catalog.Device {
 // affine fit recovers gamma, alpha and beta exactly from an affine table,
 // and the step stays affine in the decode context with that slope.
 func TestKernelsDecodeIsTheTablesAttention(t *testing.T) {
-	k := &perftest.Kernels{GEMMSecs: 1e-15, CtxSecs: 1e-12, GenGamma: 5e-6, GenAlpha: 2e-7, GenBeta: 3e-10, ARSecs: 1e-12}
+	// 2e-9 s per cached token of 4 KiB: 2 TB/s, 61% of the H100's bandwidth.
+	k := &perftest.Kernels{GEMMSecs: 1e-15, CtxSecs: 1e-12, GenGamma: 5e-6, GenAlpha: 2e-7, GenBeta: 2e-9, ARSecs: 1e-12}
 	w := kernelWorker(t, k, 1, h100(t))
 	layers := float64(w.Config().Model.FullAttentionLayers())
-	if got, want := w.DecodeCtxCost(), layers*3e-10; math.Abs(got-want) > 1e-6*want {
+	if got, want := w.DecodeCtxCost(), layers*2e-9; math.Abs(got-want) > 1e-6*want {
 		t.Fatalf("decode context cost %g, want %g", got, want)
 	}
 	b1 := perf.Batch{DecodeSeqs: 8, DecodeCtx: 8000}
@@ -73,6 +74,24 @@ func TestKernelsDecodeIsTheTablesAttention(t *testing.T) {
 	}
 	if k.Calls == 0 {
 		t.Error("the tables were never asked")
+	}
+}
+
+// A decode-attention table faster than the spec bandwidth, or slower than a
+// quarter of it, fails the cross-check: decode attention then costs what the
+// roofline says, while the tables still price the GEMMs.
+func TestKernelsImplausibleDecodeKeepsRoofline(t *testing.T) {
+	roof := kernelWorker(t, nil, 1, h100(t)).DecodeCtxCost()
+	for _, beta := range []float64{3e-10, 2e-8} { // 13.7 TB/s; 0.2 TB/s, 6% of 3.35
+		k := &perftest.Kernels{GEMMSecs: 1e-15, CtxSecs: 1e-12, GenGamma: 5e-6, GenAlpha: 2e-7, GenBeta: beta, ARSecs: 1e-12}
+		w := kernelWorker(t, k, 1, h100(t))
+		if got := w.DecodeCtxCost(); math.Abs(got-roof) > 1e-9*roof {
+			t.Errorf("table beta %g: decode context cost %g, want the roofline's %g", beta, got, roof)
+		}
+		b := perf.Batch{DecodeSeqs: 8, DecodeCtx: 8000}
+		if w.StepTime(b) >= kernelWorker(t, nil, 1, h100(t)).StepTime(b) {
+			t.Errorf("table beta %g: the GEMM tables (near zero here) should still price the step", beta)
+		}
 	}
 }
 

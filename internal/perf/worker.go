@@ -213,7 +213,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	if w.ops, err = newOpModel(w, p); err != nil {
 		return nil, fmt.Errorf("kernel tables: %w", err)
 	}
-	if w.ops != nil {
+	if w.ops != nil && w.ops.tableDecode {
 		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.ops.beta
 	}
 	if w.linState > 0 {
