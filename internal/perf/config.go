@@ -118,6 +118,9 @@ func (c *Config) normalise(p *Params) error {
 		}
 	}
 	switch {
+	case c.DPFromTP && c.EP > c.Model.MoE.Experts:
+		return fmt.Errorf("tp: %d does not divide the model's %d attention heads, and as %d attention-DP ranks with the experts spread over all of them it exceeds the %d experts; give tp (a divisor of the heads), dp and ep (at most %d) instead",
+			c.DP, c.Model.AttentionHeads, c.DP, c.Model.MoE.Experts, c.Model.MoE.Experts)
 	case c.TP < 1:
 		return fmt.Errorf("tp: %d must be >= 1", c.TP)
 	case c.PP < 1:

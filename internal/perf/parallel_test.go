@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -117,8 +118,10 @@ func TestTPReadAsAttentionDP(t *testing.T) {
 		t.Error("dense tp 36: want the attention-heads error")
 	}
 	m, _ := catalog.MustDefault().Model(model)
-	if _, err := NewWorker(Config{Model: m, Device: dev, TP: 5000}, MustDefaultParams()); err == nil || !strings.Contains(err.Error(), "tp: 5000") {
-		t.Errorf("tp 5000: error %v, want one naming tp", err)
+	for _, tp := range []int{1000, 5000} {
+		if _, err := NewWorker(Config{Model: m, Device: dev, TP: tp}, MustDefaultParams()); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("tp: %d", tp)) {
+			t.Errorf("tp %d: error %v, want one naming tp", tp, err)
+		}
 	}
 }
 
