@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/engine"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
@@ -247,4 +248,109 @@ func TestClientGoneAbortsTheRequest(t *testing.T) {
 	}
 	running, waiting, _ := srv.RT.Stats()
 	t.Errorf("the engine still holds the abandoned request: %d running, %d waiting", running, waiting)
+}
+
+type ttftRecorder struct {
+	mu    sync.Mutex
+	ttfts []time.Duration
+}
+
+func (r *ttftRecorder) FirstToken(_ int, ttft time.Duration) {
+	r.mu.Lock()
+	r.ttfts = append(r.ttfts, ttft)
+	r.mu.Unlock()
+}
+func (r *ttftRecorder) Token(time.Duration)                      {}
+func (r *ttftRecorder) Finished(int, int, time.Duration, string) {}
+
+// The worker's API server holds each request for its frontend time, one at
+// a time, before the engine sees it (as the simulator and the estimate
+// charge it): a burst's later requests wait for the earlier ones there. A
+// decode worker gets requests that passed an API server already.
+func TestAPIServerTimeBeforeTheEngine(t *testing.T) {
+	base, err := estimate.BaseConfig(env(t), query())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.TP, base.PP = 1, 1
+	run := func(p *perf.Params, role engine.Role, n int) []time.Duration {
+		w, err := perf.NewWorker(base, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk := &fakeClock{t: time.Unix(0, 0)}
+		rec := &ttftRecorder{}
+		rt, err := NewRealtime(w, role, clk.now, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if _, err := rt.Submit(3000, 4, "length"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 20000 {
+			clk.add(100 * time.Microsecond)
+			rt.advance()
+			rec.mu.Lock()
+			done := len(rec.ttfts) == n
+			rec.mu.Unlock()
+			if done {
+				break
+			}
+		}
+		if len(rec.ttfts) != n {
+			t.Fatalf("%d of %d first tokens", len(rec.ttfts), n)
+		}
+		return rec.ttfts
+	}
+	p := perf.MustDefaultParams().Clone()
+	p.Backends[perf.VLLM].FrontendOverheadMs, p.Backends[perf.VLLM].FrontendPerTokenUs = 20, 0
+	none := perf.MustDefaultParams().Clone()
+	none.Backends[perf.VLLM].FrontendOverheadMs, none.Backends[perf.VLLM].FrontendPerTokenUs = 0, 0
+	with, without := run(p, engine.Aggregated, 1), run(none, engine.Aggregated, 1)
+	if d := with[0] - without[0]; d < 19*time.Millisecond || d > 21*time.Millisecond {
+		t.Errorf("one request: TTFT %v with a 20 ms API server, %v without: want 20 ms more", with[0], without[0])
+	}
+	burst := run(p, engine.Aggregated, 4)
+	if burst[3] < 80*time.Millisecond {
+		t.Errorf("the 4th of a burst: TTFT %v, want at least 4 x 20 ms in the API server", burst[3])
+	}
+	dw, dn := run(p, engine.Decode, 1), run(none, engine.Decode, 1)
+	if dw[0] != dn[0] {
+		t.Errorf("decode worker: TTFT %v with an API-server time, %v without; want no charge", dw[0], dn[0])
+	}
+}
+
+// A client that leaves while its request waits in the API server ends it
+// there: its channel closes and the engine never sees it.
+func TestAbortInTheAPIServer(t *testing.T) {
+	base, err := estimate.BaseConfig(env(t), query())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.TP, base.PP = 1, 1
+	p := perf.MustDefaultParams().Clone()
+	p.Backends[perf.VLLM].FrontendOverheadMs = 50
+	w, err := perf.NewWorker(base, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	rt, err := NewRealtime(w, engine.Aggregated, clk.now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := rt.Submit(100, 4, "length")
+	second, _ := rt.Submit(100, 4, "length")
+	rt.Abort(second)
+	if _, open := <-second; open {
+		t.Fatal("aborted request's channel still open")
+	}
+	clk.add(60 * time.Millisecond)
+	rt.advance()
+	if r, wt, _ := rt.Stats(); r+wt != 1 {
+		t.Errorf("engine holds %d running + %d waiting after the first left the API server, want 1", r, wt)
+	}
+	_ = first
 }

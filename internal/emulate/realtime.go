@@ -26,6 +26,9 @@ type job struct {
 	produced int
 	last     float64 // time of the last token
 	reason   string
+	// arrival is when the client's request came in; ready when the API
+	// server handed it to the engine (req.Arrival once submitted).
+	arrival, ready float64
 }
 
 // Realtime runs one engine against the wall clock: each iteration ends when
@@ -43,6 +46,12 @@ type Realtime struct {
 	wake     chan struct{}
 	obs      Observer
 	capacity int
+	// The API server (tokenizer, request handling) serves one request at a
+	// time before the engine sees it, as the simulator charges it; a
+	// decode worker is handed requests that already passed one.
+	front     func(isl int) float64
+	frontFree float64
+	inFront   []*job // FIFO: ready times do not decrease
 }
 
 // Observer receives request events (metrics).
@@ -64,6 +73,9 @@ func NewRealtime(w *perf.Worker, role engine.Role, clock Clock, obs Observer) (*
 		return nil, err
 	}
 	rt.eng = eng
+	if role != engine.Decode {
+		rt.front = w.FrontendTime
+	}
 	return rt, nil
 }
 
@@ -81,10 +93,23 @@ func (rt *Realtime) Submit(isl, osl int, reason string) (<-chan int, error) {
 	if !rt.eng.Fits(isl, osl) {
 		return nil, fmt.Errorf("%w: %d prompt + %d output tokens, the cache holds %d", ErrTooLong, isl, osl, rt.KVTokens())
 	}
+	if isl < 1 || osl < 1 {
+		return nil, fmt.Errorf("isl %d and osl %d must be >= 1", isl, osl)
+	}
 	rt.nextID++
-	j := &job{req: engine.Request{ID: rt.nextID, ISL: isl, OSL: osl}, tokens: make(chan int, osl+1), reason: reason}
+	now := rt.now()
+	j := &job{req: engine.Request{ID: rt.nextID, ISL: isl, OSL: osl}, tokens: make(chan int, osl+1), reason: reason, arrival: now, ready: now}
 	rt.jobs[j.req.ID] = j
-	if err := rt.eng.Submit(&j.req, rt.now()); err != nil {
+	if rt.front != nil {
+		if service := rt.front(isl); service > 0 {
+			rt.frontFree = max(now, rt.frontFree) + service
+			j.ready = rt.frontFree
+			rt.inFront = append(rt.inFront, j)
+			rt.nudge()
+			return j.tokens, nil
+		}
+	}
+	if err := rt.eng.Submit(&j.req, now); err != nil {
 		delete(rt.jobs, j.req.ID)
 		return nil, err
 	}
@@ -105,6 +130,18 @@ func (rt *Realtime) nudge() {
 func (rt *Realtime) Abort(tokens <-chan int) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	for i, j := range rt.inFront {
+		if j.tokens == tokens {
+			// Still in the API server: it never reaches the engine.
+			rt.inFront = append(rt.inFront[:i], rt.inFront[i+1:]...)
+			delete(rt.jobs, j.req.ID)
+			close(j.tokens)
+			if rt.obs != nil {
+				rt.obs.Finished(j.req.ISL, 0, secs(rt.now()-j.arrival), "abort")
+			}
+			return
+		}
+	}
 	for _, j := range rt.jobs {
 		if j.tokens == tokens {
 			j.reason = "abort"
@@ -150,11 +187,29 @@ func (rt *Realtime) Run(ctx context.Context) {
 func (rt *Realtime) advance() float64 {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	for t := rt.eng.NextEvent(); t <= rt.now(); t = rt.eng.NextEvent() {
+	now := rt.now()
+	for {
+		// Engine iterations and API-server hand-offs, in time order.
+		t := rt.eng.NextEvent()
+		if len(rt.inFront) > 0 && rt.inFront[0].ready <= t {
+			j := rt.inFront[0]
+			if j.ready > now {
+				return j.ready
+			}
+			rt.inFront = rt.inFront[1:]
+			if err := rt.eng.Submit(&j.req, j.ready); err != nil {
+				// Submit checked the cache; nothing else refuses a request.
+				delete(rt.jobs, j.req.ID)
+				close(j.tokens)
+			}
+			continue
+		}
+		if t > now {
+			return t
+		}
 		rt.eng.Advance()
 		rt.tick(t)
 	}
-	return rt.eng.NextEvent()
 }
 
 // tick hands the requests the tokens the iteration that ended at t
@@ -166,7 +221,7 @@ func (rt *Realtime) tick(t float64) {
 			continue
 		}
 		if j.produced == 0 && rt.obs != nil {
-			rt.obs.FirstToken(j.req.ISL, secs(t-j.req.Arrival))
+			rt.obs.FirstToken(j.req.ISL, secs(t-j.arrival))
 		} else if rt.obs != nil {
 			itl := secs((t - j.last) / float64(g-j.produced))
 			for range g - j.produced {
@@ -196,7 +251,7 @@ func (s *sink) Finished(r *engine.Request, t float64) {
 		final = 1
 	}
 	if j.produced == 0 && rt.obs != nil {
-		rt.obs.FirstToken(r.ISL, secs(t-r.Arrival))
+		rt.obs.FirstToken(r.ISL, secs(t-j.arrival))
 	}
 	if j.produced < final {
 		if j.produced > 0 && rt.obs != nil {
@@ -209,7 +264,7 @@ func (s *sink) Finished(r *engine.Request, t float64) {
 	}
 	close(j.tokens)
 	if rt.obs != nil {
-		rt.obs.Finished(r.ISL, final, secs(t-r.Arrival), j.reason)
+		rt.obs.Finished(r.ISL, final, secs(t-j.arrival), j.reason)
 	}
 }
 
