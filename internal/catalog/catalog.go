@@ -35,6 +35,7 @@ type Catalog struct {
 
 	gpuIndex   map[string]*GPU
 	modelIndex map[string]*Model
+	repoIndex  map[string]*Model // by repository name without the publisher
 }
 
 // Default returns the embedded catalog.
@@ -139,12 +140,32 @@ func (c *Catalog) reindex() {
 		}
 	}
 	c.modelIndex = map[string]*Model{}
+	c.repoIndex = map[string]*Model{}
+	ambiguous := map[string]bool{}
 	for _, m := range c.Models {
-		c.modelIndex[norm(m.Name)] = m
-		for _, a := range m.Aliases {
-			c.modelIndex[norm(a)] = m
+		for _, n := range append([]string{m.Name}, m.Aliases...) {
+			c.modelIndex[norm(n)] = m
+			// The repository name without its publisher, for the same
+			// weights republished elsewhere (nvidia/Qwen3-32B-FP8); a name
+			// two models share resolves to neither.
+			r := norm(repoName(n))
+			if o, ok := c.repoIndex[r]; ok && o != m {
+				ambiguous[r] = true
+			}
+			c.repoIndex[r] = m
 		}
 	}
+	for r := range ambiguous {
+		delete(c.repoIndex, r)
+	}
+}
+
+// repoName is a Hugging Face name without its publisher ("org/").
+func repoName(name string) string {
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		return name[i+1:]
+	}
+	return name
 }
 
 // GPU finds a GPU by name, alias or product name, case- and punctuation-insensitively.
@@ -163,6 +184,11 @@ func (c *Catalog) GPU(name string) (*GPU, error) {
 func (c *Catalog) Model(name string) (*Model, error) {
 	if m, ok := c.modelIndex[norm(name)]; ok {
 		return m, nil
+	}
+	if strings.Contains(name, "/") {
+		if m, ok := c.repoIndex[norm(repoName(name))]; ok {
+			return m, nil
+		}
 	}
 	names := make([]string, len(c.Models))
 	for i, m := range c.Models {

@@ -409,3 +409,61 @@ func TestHFConfigSparseAttention(t *testing.T) {
 		t.Errorf("GLM-5: %.1fB params, %.1fB active; published 744B and 40B", tot, act)
 	}
 }
+
+// The same weights republished under another publisher resolve to the
+// catalog model, with a quantised checkpoint's precision; a repository name
+// that is no model's stays unknown.
+func TestRepublishedCheckpoints(t *testing.T) {
+	c := MustDefault()
+	for name, want := range map[string]string{
+		"nvidia/Qwen3-32B-FP8":               "Qwen/Qwen3-32B",
+		"RedHatAI/Llama-3.1-8B-Instruct-FP8": "meta-llama/Llama-3.1-8B",
+		"nvidia/DeepSeek-R1-0528-FP4":        "deepseek-ai/DeepSeek-R1",
+	} {
+		m, p, ok := c.QuantizedCheckpoint(name)
+		if !ok || m != want || p == "" {
+			t.Errorf("%s: checkpoint of %q at %q (%v), want %s", name, m, p, ok, want)
+		}
+	}
+	if m, err := c.Model("someone/Qwen3-8B"); err != nil || m.Name != "Qwen/Qwen3-8B" {
+		t.Errorf("someone/Qwen3-8B: %v, %v", m, err)
+	}
+	if _, err := c.Model("someone/NoSuchModel-7B"); err == nil || !strings.Contains(err.Error(), "unknown model") {
+		t.Errorf("an unknown repository: %v", err)
+	}
+	// Two models sharing a repository name resolve to neither.
+	extra := `models:
+- name: orgA/Twin-1B
+  architecture: LlamaForCausalLM
+  layers: 2
+  hiddenSize: 64
+  attentionHeads: 2
+  kvHeads: 2
+  headDim: 32
+  intermediateSize: 128
+  vocabSize: 1000
+- name: orgB/Twin-1B
+  architecture: LlamaForCausalLM
+  layers: 2
+  hiddenSize: 64
+  attentionHeads: 2
+  kvHeads: 2
+  headDim: 32
+  intermediateSize: 128
+  vocabSize: 1000
+`
+	f := filepath.Join(t.TempDir(), "twins.yaml")
+	if err := os.WriteFile(f, []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c2 := MustDefault()
+	if err := c2.LoadFile(f); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Model("orgC/Twin-1B"); err == nil {
+		t.Error("orgC/Twin-1B resolved, though two models share the repository name")
+	}
+	if m, err := c2.Model("orgB/Twin-1B"); err != nil || m.Name != "orgB/Twin-1B" {
+		t.Errorf("orgB/Twin-1B by its own name: %v, %v", m, err)
+	}
+}

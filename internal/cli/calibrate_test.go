@@ -90,7 +90,7 @@ func TestEstimateWithKernels(t *testing.T) {
 	dir := sharedtest.Path(t, "reference", "kernels")
 	get := func(args ...string) float64 {
 		t.Helper()
-		out, _, err := run(t, append([]string{"estimate", "--model", "Qwen/Qwen3-32B", "--backend", "trtllm", "--concurrency", "8", "-o", "json"}, args...)...)
+		out, _, err := run(t, append([]string{"estimate", "--model", "Qwen/Qwen3-32B", "--precision", "fp8", "--backend", "trtllm", "--concurrency", "8", "-o", "json"}, args...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

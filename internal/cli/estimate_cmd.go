@@ -153,12 +153,16 @@ performance model, in steady state. With no flags it estimates the reference sce
 			if m != nil && !cmd.Flags().Changed("model") {
 				q.Model = m.Name
 			}
+			ownPrecision := !cmd.Flags().Changed("precision")
+			if ownPrecision && (cmd.Flags().Changed("model") || m != nil) {
+				q.Precision = "" // the named model's native or checkpoint precision, as --precision's help says
+			}
 			if cmd.Flags().Changed("same-node") {
 				q.SameNode = &sameNode
 			}
 			f, _ := g.format()
 			if file != "" {
-				return runBatch(g, env, q, file, f)
+				return runBatch(g, env, q, ownPrecision, file, f)
 			}
 			out, err := estimate.Run(env, q, serving.Options{})
 			var fe *perf.FitError
@@ -226,8 +230,10 @@ func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
 }
 
 // runBatch answers a JSONL file of queries, in order, on all cores. Each
-// line starts from the command's flags, so shared settings need not repeat.
-func runBatch(g *globals, env estimate.Env, base estimate.Query, file string, f output.Format) error {
+// line starts from the command's flags, so shared settings need not repeat;
+// with ownPrecision (no --precision given) a line that names a model but no
+// precision gets that model's own.
+func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bool, file string, f output.Format) error {
 	var r io.Reader = os.Stdin
 	if file != "-" {
 		fh, err := os.Open(file)
@@ -255,7 +261,7 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, file string, f 
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				results[i] = answerLine(env, base, lines[i], i+1)
+				results[i] = answerLine(env, base, ownPrecision, lines[i], i+1)
 				done.Add(1)
 			}
 		}()
@@ -271,7 +277,7 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, file string, f 
 	return output.Write(g.stdout, f, results)
 }
 
-func answerLine(env estimate.Env, base estimate.Query, line []byte, n int) lineResult {
+func answerLine(env estimate.Env, base estimate.Query, ownPrecision bool, line []byte, n int) lineResult {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return lineResult{err: fmt.Errorf("line %d: empty line; want a JSON object", n)}
 	}
@@ -286,6 +292,12 @@ func answerLine(env estimate.Env, base estimate.Query, line []byte, n int) lineR
 	}
 	if dec.More() {
 		return lineResult{err: fmt.Errorf("line %d: text after the query object; one object a line", n)}
+	}
+	if ownPrecision {
+		var keys struct{ Model, Precision *string }
+		if json.Unmarshal(line, &keys) == nil && keys.Model != nil && keys.Precision == nil {
+			q.Precision = "" // the line's model's native or checkpoint precision
+		}
 	}
 	out, err := estimate.Run(env, q, serving.Options{})
 	if err != nil {

@@ -22,6 +22,6 @@ func FuzzEstimateLine(f *testing.F) {
 		if len(b) > 4096 {
 			return
 		}
-		_ = answerLine(env, base, b, 1)
+		_ = answerLine(env, base, true, b, 1)
 	})
 }

@@ -145,6 +145,14 @@ func (o *Options) precisionArgs() []string {
 		if o.KVCache != "" {
 			a = append(a, "--kv_cache_dtype", o.KVCache)
 		}
+	case Emulate:
+		// Without --precision the emulator prices the model's own precision.
+		if o.Quantization != "" {
+			a = append(a, "--precision", o.Quantization)
+		}
+		if o.KVCache != "" {
+			a = append(a, "--kv-precision", o.KVCache)
+		}
 	}
 	return a
 }

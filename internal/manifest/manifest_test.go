@@ -227,3 +227,21 @@ func TestWeightOnlyPrecisionNeedsACheckpoint(t *testing.T) {
 		t.Errorf("w4a16 from a bf16 checkpoint: got %v, want an error naming the AWQ checkpoint", err)
 	}
 }
+
+// Emulated workers get the deployment's precisions, so they price what a
+// real engine would load; native weights need no flag.
+func TestEmulatedWorkerPrecision(t *testing.T) {
+	p := disagg().Prefill
+	o := opts(Emulate, DriverGPUPlane)
+	o.Quantization, o.KVCache = "fp8", "fp8"
+	c, _ := o.container(p)
+	args := strings.Join(c.Args, " ")
+	if !strings.Contains(args, "--precision fp8") || !strings.Contains(args, "--kv-precision fp8") {
+		t.Errorf("emulate args %q: want --precision fp8 --kv-precision fp8", args)
+	}
+	o.Quantization, o.KVCache = "", ""
+	c, _ = o.container(p)
+	if args := strings.Join(c.Args, " "); strings.Contains(args, "precision") {
+		t.Errorf("emulate args %q: native weights and a bf16 cache need no precision flags", args)
+	}
+}

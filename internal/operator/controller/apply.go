@@ -57,13 +57,13 @@ func (r *Reconciler) objects(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan) (
 		Model: sd.Spec.Model.Name, Backend: backend, Catalog: r.Env.Catalog, HFTokenSecret: sd.Spec.Engine.HFTokenSecret,
 		ModelCacheClaim: sd.Spec.Serving.ModelCacheClaim, NodeSelector: sd.Spec.Serving.NodeSelector,
 		FrontendImage: r.FrontendImage, Labels: map[string]string{ownerLabel: sd.Name}}
-	if backend != manifest.Emulate {
-		q, kv, err := manifest.Precisions(r.Env.Catalog, sd.Spec.Model.Name, sd.Spec.Engine.Precision)
-		if err != nil {
-			return nil, fmt.Errorf("spec.engine.precision: %w", err)
-		}
-		o.Quantization, o.KVCache = q, kv
+	// Emulated workers take the same precisions, so they price what a real
+	// engine would run.
+	q, kv, err := manifest.Precisions(r.Env.Catalog, sd.Spec.Model.Name, sd.Spec.Engine.Precision)
+	if err != nil {
+		return nil, fmt.Errorf("spec.engine.precision: %w", err)
 	}
+	o.Quantization, o.KVCache = q, kv
 	cfg := config(p)
 	objs, err := manifest.Objects(cfg, o)
 	if err != nil {
