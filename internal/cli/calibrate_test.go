@@ -300,3 +300,27 @@ func TestCalibrateMoE(t *testing.T) {
 		t.Errorf("--cv backend: %v", err)
 	}
 }
+
+// --kernels keeps its parsed tables in --kernels-cache: a second run reads
+// them back and answers the same; "" turns the cache off.
+func TestKernelsCacheFlag(t *testing.T) {
+	dir := sharedtest.Path(t, "reference", "kernels")
+	cache := t.TempDir()
+	args := []string{"--kernels", dir, "--kernels-cache", cache, "estimate", "--model", "Qwen/Qwen3-32B", "--precision", "fp8", "--backend", "trtllm", "--concurrency", "8", "-o", "json"}
+	first, _, err := run(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(cache, "*.set.gob")); len(files) != 1 {
+		t.Fatalf("cache files after one run: %v", files)
+	}
+	second, _, err := run(t, args...)
+	if err != nil || second != first {
+		t.Fatalf("second run (from the cache) answered differently: %v", err)
+	}
+	args[3] = ""
+	off, _, err := run(t, args...)
+	if err != nil || off != first {
+		t.Fatalf("without the cache: %v, same answer %v", err, off == first)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,7 @@ type globals struct {
 	catalogFiles []string
 	paramsFile   string
 	kernelsDir   string
+	kernelsCache string
 	verbose      bool
 	stdout       io.Writer
 	stderr       io.Writer
@@ -73,6 +75,7 @@ func (g *globals) env() (estimate.Env, error) {
 		if err != nil {
 			return estimate.Env{}, err
 		}
+		lib.CacheDir = g.kernelsCache
 		params.Kernels = lib.Source()
 	}
 	g.loaded = &estimate.Env{Catalog: cat, Params: params}
@@ -124,6 +127,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table, json, yaml or jsonl")
 	pf.StringArrayVar(&g.catalogFiles, "catalog", nil, "extra catalog file (YAML with gpus, models, mig, vgpu); repeatable")
 	pf.StringVar(&g.paramsFile, "params", "", "performance-model parameter file (default: the embedded calibrated one)")
+	pf.StringVar(&g.kernelsCache, "kernels-cache", defaultKernelsCache(), "folder where --kernels keeps its parsed tables between runs (\"\": parse every run)")
 	pf.StringVar(&g.kernelsDir, "kernels", "", "measured kernel tables (a tree like shared/reference/kernels): price GEMMs, attention and all-reduces from them where they cover the GPU and backend (default: none, the roofline)")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail to stderr")
 	root.AddCommand(newVersionCmd(g), newCatalogCmd(g), newEstimateCmd(g), newCalibrateCmd(g), newDevCmd(g), newSimulateCmd(g), newConfigureCmd(g), newDemoCmd(g), newPlannerCmd(g), newDRADriverCmd(g), newExplainCmd(g), newEmulateCmd(g), newBenchCmd(g), newFrontendCmd(g), newControllerCmd(g))
@@ -163,4 +167,14 @@ func newVersionCmd(g *globals) *cobra.Command {
 			return output.Write(g.stdout, f, versionInfo{Version: Version, Params: env.Params.Source})
 		},
 	}
+}
+
+// defaultKernelsCache is the user's cache folder for parsed kernel tables,
+// or "" where the system names none.
+func defaultKernelsCache() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "gpuplane", "kernels")
 }

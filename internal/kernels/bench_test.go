@@ -17,6 +17,44 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadCached is the same set read back from the cache folder (the
+// second and later runs of a command): compare with BenchmarkLoad.
+func BenchmarkLoadCached(b *testing.B) {
+	dir := sharedtest.Path(b, "reference", "kernels")
+	cache := b.TempDir()
+	if _, err := loadCached(dir, cache, "h100_sxm", "trtllm"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := loadCached(dir, cache, "h100_sxm", "trtllm"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMoESummaryCached is BenchmarkMoESummary on later runs: the set
+// and the fitted summary read back from the cache.
+func BenchmarkMoESummaryCached(b *testing.B) {
+	dir := sharedtest.Path(b, "reference", "kernels")
+	cache := b.TempDir()
+	s, err := loadCached(dir, cache, "h200_sxm", "vllm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.MoEKernel("fp8"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		s, err := loadCached(dir, cache, "h200_sxm", "vllm")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if k, err := s.MoEKernel("fp8"); err != nil || k == nil {
+			b.Fatalf("no summary: %v", err)
+		}
+	}
+}
+
 // BenchmarkGEMMTime is one GEMM lookup (interpolated between grid points).
 func BenchmarkGEMMTime(b *testing.B) {
 	s, err := Load(sharedtest.Path(b, "reference", "kernels"), "h100_sxm", "trtllm")

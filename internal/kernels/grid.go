@@ -59,6 +59,40 @@ func (g *Grid) Add(key []float64, latency float64) {
 	g.rows++
 }
 
+// leaves calls fn with every measured key (outermost first), its value
+// and the measurements averaged into it, in key order. key is reused.
+func (g *Grid) leaves(fn func(key []float64, v float64, n int)) {
+	key := make([]float64, g.dims)
+	var walk func(n *node, depth int)
+	walk = func(n *node, depth int) {
+		if depth == g.dims {
+			if n.n > 0 {
+				fn(key, n.value, n.n)
+			}
+			return
+		}
+		for i, k := range n.keys {
+			key[depth] = k
+			walk(n.children[i], depth+1)
+		}
+	}
+	walk(g.root, 0)
+}
+
+// put sets a leaf to an average of n measurements, as leaves reported it.
+func (g *Grid) put(key []float64, v float64, n int) {
+	if n < 1 {
+		return
+	}
+	g.Add(key, v)
+	leaf := g.root
+	for _, k := range key {
+		leaf = leaf.children[sort.SearchFloat64s(leaf.keys, k)]
+	}
+	leaf.n, leaf.value = n, v
+	g.rows += n - 1
+}
+
 // Lookup returns the latency at key and the key it answered for: key
 // itself, except along a level with a single measured key, where it is that
 // key (the caller scales from there by the roofline).

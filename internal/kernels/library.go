@@ -16,6 +16,9 @@ import (
 type Library struct {
 	dir      string
 	systemOf map[string]string // catalog GPU name -> system folder
+	// CacheDir keeps parsed tables and fitted MoE summaries between runs
+	// ("" for no cache; see cache.go).
+	CacheDir string
 
 	mu   sync.Mutex
 	sets map[string]*Set
@@ -57,7 +60,7 @@ func (l *Library) Set(gpu string, backend perf.Backend) (*Set, error) {
 	if s, ok := l.sets[key]; ok {
 		return s, l.errs[key]
 	}
-	s, err := Load(l.dir, system, string(backend))
+	s, err := loadCached(l.dir, l.CacheDir, system, string(backend))
 	l.sets[key], l.errs[key] = s, err
 	return s, err
 }

@@ -43,10 +43,11 @@ type Set struct {
 	// (a collector artefact, e.g. a kernel that did not run): kept out.
 	Dropped map[string]int
 
-	dir     string // the kernel tree, for the MoE table read on first use
-	moeOnce sync.Once
-	moe     map[catalog.Precision]*perf.MoEKernel
-	moeErr  error
+	dir      string // the kernel tree, for the MoE table read on first use
+	moeCache string // where the fitted MoE summaries are kept ("" for nowhere)
+	moeOnce  sync.Once
+	moe      map[catalog.Precision]*perf.MoEKernel
+	moeErr   error
 }
 
 // MoEKernel is the summary fitted to this set's fused-MoE table at a weight
@@ -54,6 +55,24 @@ type Set struct {
 // fitted on first use (about a second), since most models have no experts.
 func (s *Set) MoEKernel(w catalog.Precision) (*perf.MoEKernel, error) {
 	s.moeOnce.Do(func() {
+		var c cachedMoE
+		if s.moeCache != "" && readGob(s.moeCache, &c) == nil && c.Format == cacheFormat {
+			s.moe = map[catalog.Precision]*perf.MoEKernel{}
+			for p, k := range c.Kernels {
+				s.moe[p] = &k
+			}
+			return
+		}
+		defer func() {
+			if s.moeCache == "" || s.moeErr != nil {
+				return
+			}
+			c := cachedMoE{Format: cacheFormat, Kernels: map[catalog.Precision]perf.MoEKernel{}}
+			for p, k := range s.moe {
+				c.Kernels[p] = *k
+			}
+			_ = writeGob(s.moeCache, c) // best effort
+		}()
 		rows, err := LoadMoE(s.dir, s.System, s.Backend)
 		if err != nil {
 			s.moeErr = err
