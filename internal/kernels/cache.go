@@ -18,7 +18,7 @@ import (
 
 // cacheFormat changes whenever what a cache file holds, or how the tables
 // are read into it, changes: old files then miss and are rebuilt.
-const cacheFormat = "gpuplane-kernels-3"
+const cacheFormat = "gpuplane-kernels-4"
 
 // A parsed set, and the MoE summaries fitted to its table, are kept in a
 // cache folder as gob files, one per system and backend, named by a hash
@@ -51,6 +51,57 @@ type cachedSet struct {
 type cachedMoE struct {
 	Format  string
 	Kernels map[catalog.Precision]perf.MoEKernel
+	Grids   []cachedGrid // Dtype: the precision
+}
+
+func (s *Set) snapshotMoE() cachedMoE {
+	c := cachedMoE{Format: cacheFormat, Kernels: map[catalog.Precision]perf.MoEKernel{}}
+	for p, k := range s.moe {
+		c.Kernels[p] = *k
+	}
+	for p, g := range s.moeGrid {
+		c.Grids = append(c.Grids, flatten(OpMoE, string(p), AttnKey{}, g))
+	}
+	return c
+}
+
+func (s *Set) restoreMoE(c cachedMoE) error {
+	grids := map[catalog.Precision]*Grid{}
+	for _, cg := range c.Grids {
+		g := NewGrid(4)
+		if err := fill(g, cg); err != nil {
+			return err
+		}
+		grids[catalog.Precision(cg.Dtype)] = g
+	}
+	s.moe = map[catalog.Precision]*perf.MoEKernel{}
+	for p, k := range c.Kernels {
+		s.moe[p] = &k
+	}
+	s.moeGrid = grids
+	return nil
+}
+
+// flatten lists a grid's leaves for the cache.
+func flatten(op, dtype string, attn AttnKey, g *Grid) cachedGrid {
+	cg := cachedGrid{Op: op, Dtype: dtype, Attn: attn, Dims: g.dims}
+	g.leaves(func(key []float64, v float64, n int) {
+		cg.Keys = append(cg.Keys, key...)
+		cg.Values = append(cg.Values, v)
+		cg.Counts = append(cg.Counts, int32(n))
+	})
+	return cg
+}
+
+// fill puts a cached table's leaves into an empty grid of its dimensions.
+func fill(g *Grid, cg cachedGrid) error {
+	if cg.Dims != g.dims || len(cg.Keys) != cg.Dims*len(cg.Values) || len(cg.Counts) != len(cg.Values) {
+		return fmt.Errorf("cached %s table: %d keys for %d values of %d dimensions", cg.Op, len(cg.Keys), len(cg.Values), cg.Dims)
+	}
+	for i, v := range cg.Values {
+		g.put(cg.Keys[i*cg.Dims:(i+1)*cg.Dims], v, int(cg.Counts[i]))
+	}
+	return nil
 }
 
 // cacheKey names the cache files of a system and backend by what their
@@ -99,13 +150,7 @@ func (s *Set) snapshot() cachedSet {
 		if g == nil {
 			return
 		}
-		cg := cachedGrid{Op: op, Dtype: dtype, Attn: attn, Dims: g.dims}
-		g.leaves(func(key []float64, v float64, n int) {
-			cg.Keys = append(cg.Keys, key...)
-			cg.Values = append(cg.Values, v)
-			cg.Counts = append(cg.Counts, int32(n))
-		})
-		c.Grids = append(c.Grids, cg)
+		c.Grids = append(c.Grids, flatten(op, dtype, attn, g))
 	}
 	for d, g := range s.GEMM {
 		add(OpGEMM, d, AttnKey{}, g)
@@ -132,15 +177,12 @@ func restore(c cachedSet, dir string) (*Set, error) {
 		s.Dropped[op] = n
 	}
 	for _, cg := range c.Grids {
-		if cg.Dims < 1 || len(cg.Keys) != cg.Dims*len(cg.Values) || len(cg.Counts) != len(cg.Values) {
-			return nil, fmt.Errorf("cached %s table: %d keys for %d values of %d dimensions", cg.Op, len(cg.Keys), len(cg.Values), cg.Dims)
-		}
 		g := s.table(Sample{Op: cg.Op, Dtype: cg.Dtype, Attn: cg.Attn}, true)
-		if g == nil || g.dims != cg.Dims {
-			return nil, fmt.Errorf("cached %s table of %d dimensions", cg.Op, cg.Dims)
+		if g == nil {
+			return nil, fmt.Errorf("cached %s table", cg.Op)
 		}
-		for i, v := range cg.Values {
-			g.put(cg.Keys[i*cg.Dims:(i+1)*cg.Dims], v, int(cg.Counts[i]))
+		if err := fill(g, cg); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil

@@ -73,6 +73,12 @@ func TestCacheHoldsTheParsedTables(t *testing.T) {
 	if err != nil || k3 == nil || *k1 != *k3 {
 		t.Errorf("cached moe summary %+v, fitted %+v (%v)", k3, k1, err)
 	}
+	// DeepSeek-V3's experts (7168 x 2048, gated, fp8) at 64 tokens.
+	a, okA := first.MoETime(catalog.FP8, 256, 8, 3*7168*2048, 64)
+	b, okB := third.MoETime(catalog.FP8, 256, 8, 3*7168*2048, 64)
+	if !okA || okA != okB || a != b {
+		t.Errorf("moe table: %g (%v) fitted, %g (%v) cached", a, okA, b, okB)
+	}
 }
 
 // A damaged cache file is not an error: the tables are parsed again and the

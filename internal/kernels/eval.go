@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"math"
 	"sort"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
 )
 
 // Operation kinds.
@@ -36,6 +38,8 @@ func (s *Set) Time(smp Sample) (float64, bool) {
 		return s.GenerationAttentionTime(smp.Attn, k[0], k[1], k[2], k[3])
 	case OpAllReduce:
 		return s.AllReduceTime(k[0], k[1])
+	case OpMoE:
+		return s.MoETime(catalog.Precision(smp.Dtype), k[0], k[1], k[2], k[3])
 	}
 	return 0, false
 }

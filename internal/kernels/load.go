@@ -47,6 +47,7 @@ type Set struct {
 	moeCache string // where the fitted MoE summaries are kept ("" for nowhere)
 	moeOnce  sync.Once
 	moe      map[catalog.Precision]*perf.MoEKernel
+	moeGrid  map[catalog.Precision]*Grid
 	moeErr   error
 }
 
@@ -57,27 +58,21 @@ func (s *Set) MoEKernel(w catalog.Precision) (*perf.MoEKernel, error) {
 	s.moeOnce.Do(func() {
 		var c cachedMoE
 		if s.moeCache != "" && readGob(s.moeCache, &c) == nil && c.Format == cacheFormat {
-			s.moe = map[catalog.Precision]*perf.MoEKernel{}
-			for p, k := range c.Kernels {
-				s.moe[p] = &k
-			}
-			return
-		}
-		defer func() {
-			if s.moeCache == "" || s.moeErr != nil {
+			if err := s.restoreMoE(c); err == nil {
 				return
 			}
-			c := cachedMoE{Format: cacheFormat, Kernels: map[catalog.Precision]perf.MoEKernel{}}
-			for p, k := range s.moe {
-				c.Kernels[p] = *k
+		}
+		defer func() {
+			if s.moeCache != "" && s.moeErr == nil {
+				_ = writeGob(s.moeCache, s.snapshotMoE()) // best effort
 			}
-			_ = writeGob(s.moeCache, c) // best effort
 		}()
 		rows, err := LoadMoE(s.dir, s.System, s.Backend)
 		if err != nil {
 			s.moeErr = err
 			return
 		}
+		s.moeGrid = moeGrids(rows, nil)
 		by := map[catalog.Precision][]MoERow{}
 		for _, r := range rows {
 			by[r.Precision] = append(by[r.Precision], r)
