@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/csv"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -432,28 +433,13 @@ func TestRepublishedCheckpoints(t *testing.T) {
 		t.Errorf("an unknown repository: %v", err)
 	}
 	// Two models sharing a repository name resolve to neither.
-	extra := `models:
-- name: orgA/Twin-1B
-  architecture: LlamaForCausalLM
-  layers: 2
-  hiddenSize: 64
-  attentionHeads: 2
-  kvHeads: 2
-  headDim: 32
-  intermediateSize: 128
-  vocabSize: 1000
-- name: orgB/Twin-1B
-  architecture: LlamaForCausalLM
-  layers: 2
-  hiddenSize: 64
-  attentionHeads: 2
-  kvHeads: 2
-  headDim: 32
-  intermediateSize: 128
-  vocabSize: 1000
-`
+	var extra strings.Builder
+	extra.WriteString("models:\n")
+	for _, org := range []string{"orgA", "orgB"} {
+		fmt.Fprintf(&extra, "- {name: %s/Twin-1B, architecture: LlamaForCausalLM, layers: 2, hiddenSize: 64, attentionHeads: 2, kvHeads: 2, headDim: 32, intermediateSize: 128, vocabSize: 1000}\n", org)
+	}
 	f := filepath.Join(t.TempDir(), "twins.yaml")
-	if err := os.WriteFile(f, []byte(extra), 0o644); err != nil {
+	if err := os.WriteFile(f, []byte(extra.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c2 := MustDefault()
