@@ -195,7 +195,7 @@ func addWorkerFlags(fl *pflag.FlagSet, q *estimate.Query) {
 	fl.StringVar(&q.Model, "model", q.Model, "model name or alias (see: gpuplane catalog models)")
 	fl.StringVar(&q.GPU, "gpu", q.GPU, "GPU name or alias (see: gpuplane catalog gpus); gpu:slice also works")
 	fl.StringVar(&q.Slice, "slice", "", "MIG profile (3g.40gb) or vGPU/time-sliced fraction (1/2) of the GPU")
-	fl.StringVar(&q.Precision, "precision", q.Precision, "weight precision: bf16, fp8, int8 (w8a8), w4a16 (AWQ/GPTQ) or fp4 (default: the model's native one, or a quantised checkpoint's)")
+	fl.StringVar(&q.Precision, "precision", q.Precision, "weight precision: bf16, fp8, int8 (w8a8), w4a16 (AWQ/GPTQ) or fp4 (default: a named model's own, a quantised checkpoint's or the native one; fp8 for the reference scenario when no model is named)")
 	fl.StringVar(&q.Backend, "backend", q.Backend, "serving engine: vllm, sglang or trtllm")
 	fl.IntVar(&q.TP, "tp", q.TP, "tensor parallelism of an aggregated worker")
 }
