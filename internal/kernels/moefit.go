@@ -152,6 +152,9 @@ type MoEResult struct {
 	// Dense scores the same rows priced as dense GEMMs (no summary).
 	HeldOut Score `json:"held_out"`
 	Dense   Score `json:"dense_gemm"`
+	// Table scores the same rows interpolated from each system's table of
+	// the other nine (the op model, Set.MoETime).
+	Table Score `json:"table_interpolation"`
 	// BySystem scores each system's rows predicted by a fit on the family's
 	// other systems (families measured on two or more systems).
 	BySystem map[string]Score `json:"by_system,omitempty"`
@@ -167,6 +170,7 @@ func ValidateMoE(g MoEGroup, fam *perf.FamilyParams, computePrec catalog.Precisi
 		return res, fmt.Errorf("%s/%s/%s: %w", g.Family, g.Backend, g.Precision, err)
 	}
 	res.HeldOut = ScoreMoE(k, held)
+	res.Table = scoreTable(fit, held)
 	if fam != nil {
 		res.Dense = ScoreMoE(DenseGEMMKernel(fam, computePrec), held)
 	}
@@ -194,4 +198,38 @@ func ValidateMoE(g MoEGroup, fam *perf.FamilyParams, computePrec catalog.Precisi
 	res.Kernel.HeldOutMAPEPct = math.Round(res.HeldOut.MAPEPct*10) / 10
 	res.Kernel.ComputeCapability = g.ComputeCapability
 	return res, nil
+}
+
+// scoreTable predicts held rows by interpolation in their own system's
+// table of the fit rows; rows outside a measured shape class are skipped.
+func scoreTable(fit, held []MoERow) Score {
+	bySystem := map[string][]MoERow{}
+	for _, r := range fit {
+		bySystem[r.System] = append(bySystem[r.System], r)
+	}
+	grids := map[string]map[catalog.Precision]*Grid{}
+	for sys, rs := range bySystem {
+		grids[sys] = moeGrids(rs, nil)
+	}
+	var ratios []float64
+	var ape float64
+	for _, r := range held {
+		g := grids[r.System][r.Precision]
+		if g == nil {
+			continue
+		}
+		smp := moeSample(r)
+		v, at, ok := g.Lookup(smp.Key)
+		if !ok || at[0] != smp.Key[0] || at[1] != smp.Key[1] || at[2] != smp.Key[2] {
+			continue
+		}
+		ratios = append(ratios, v/smp.Latency)
+		ape += math.Abs(v-smp.Latency) / smp.Latency
+	}
+	if len(ratios) == 0 {
+		return Score{}
+	}
+	sort.Float64s(ratios)
+	med := ratios[len(ratios)/2]
+	return Score{N: len(ratios), MAPEPct: 100 * ape / float64(len(ratios)), BiasPct: 100 * (med - 1), MedRatio: med}
 }
