@@ -40,9 +40,7 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("model") && !cmd.Flags().Changed("precision") {
-				q.Precision = "" // the named model's native or checkpoint precision
-			}
+			precisionFollowsModel(cmd.Flags(), false, &q)
 			cfg.Query = q
 			reg := prometheus.NewRegistry()
 			srv, err := emulate.New(env, cfg, reg, time.Now)

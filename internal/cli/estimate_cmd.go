@@ -83,6 +83,18 @@ func (t estimateTable) Rows() [][]string {
 	)
 }
 
+// precisionFollowsModel clears the reference scenario's precision from q
+// when a model is named (by --model, or named is true) and --precision is
+// not given, so the model's own is used, as --precision's help says. It
+// reports whether --precision was left to the model.
+func precisionFollowsModel(fl *pflag.FlagSet, named bool, q *estimate.Query) bool {
+	own := !fl.Changed("precision")
+	if own && (named || fl.Changed("model")) {
+		q.Precision = ""
+	}
+	return own
+}
+
 // dpSuffix names attention data parallelism and expert parallelism where used.
 func dpSuffix(dp, ep int) string {
 	s := ""
@@ -153,10 +165,7 @@ performance model, in steady state. With no flags it estimates the reference sce
 			if m != nil && !cmd.Flags().Changed("model") {
 				q.Model = m.Name
 			}
-			ownPrecision := !cmd.Flags().Changed("precision")
-			if ownPrecision && (cmd.Flags().Changed("model") || m != nil) {
-				q.Precision = "" // the named model's native or checkpoint precision, as --precision's help says
-			}
+			ownPrecision := precisionFollowsModel(cmd.Flags(), m != nil, &q)
 			if cmd.Flags().Changed("same-node") {
 				q.SameNode = &sameNode
 			}

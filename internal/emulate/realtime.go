@@ -90,11 +90,13 @@ var ErrTooLong = errors.New("request exceeds the KV cache")
 func (rt *Realtime) Submit(isl, osl int, reason string) (<-chan int, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if !rt.eng.Fits(isl, osl) {
-		return nil, fmt.Errorf("%w: %d prompt + %d output tokens, the cache holds %d", ErrTooLong, isl, osl, rt.KVTokens())
-	}
+	// Checked here, not left to the engine: a request the API server holds
+	// reaches the engine later.
 	if isl < 1 || osl < 1 {
 		return nil, fmt.Errorf("isl %d and osl %d must be >= 1", isl, osl)
+	}
+	if !rt.eng.Fits(isl, osl) {
+		return nil, fmt.Errorf("%w: %d prompt + %d output tokens, the cache holds %d", ErrTooLong, isl, osl, rt.KVTokens())
 	}
 	rt.nextID++
 	now := rt.now()

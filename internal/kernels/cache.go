@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/gpuplane/gpuplane/internal/atomicfile"
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -113,33 +112,23 @@ func cacheKey(dir, system, backend string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var files []string
-	// The backend's tables, the system's facts and its NCCL tables.
-	for _, sub := range []string{filepath.Join(abs, system, backend), filepath.Join(abs, system, "nccl")} {
+	// The backend's tables, the system's facts and its NCCL tables, in a
+	// fixed order (WalkDir walks lexically).
+	for _, sub := range []string{filepath.Join(abs, system, backend), filepath.Join(abs, system, "nccl"), filepath.Join(abs, system, "system.yaml")} {
 		err := filepath.WalkDir(sub, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			st, err := d.Info()
 			if err != nil {
 				return err
 			}
-			if !d.IsDir() {
-				files = append(files, p)
-			}
+			fmt.Fprintf(h, "%s\x00%d\x00%d\x00", p, st.Size(), st.ModTime().UnixNano())
 			return nil
 		})
 		if err != nil && !os.IsNotExist(err) {
 			return "", err
 		}
-	}
-	files = append(files, filepath.Join(abs, system, "system.yaml"))
-	sort.Strings(files)
-	for _, f := range files {
-		st, err := os.Stat(f)
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
-			return "", err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", f, st.Size(), st.ModTime().UnixNano())
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32], nil
 }
@@ -218,17 +207,16 @@ func loadCached(dir, cache, system, backend string) (*Set, error) {
 	}
 	path := filepath.Join(cache, key+".set.gob")
 	var c cachedSet
-	if readGob(path, &c) == nil {
-		if s, err := restore(c, dir); err == nil {
-			s.moeCache = filepath.Join(cache, key+".moe.gob")
-			return s, nil
-		}
+	s, err := (*Set)(nil), readGob(path, &c)
+	if err == nil {
+		s, err = restore(c, dir)
 	}
-	s, err := Load(dir, system, backend)
 	if err != nil {
-		return nil, err
+		if s, err = Load(dir, system, backend); err != nil {
+			return nil, err
+		}
+		_ = writeGob(path, s.snapshot()) // best effort: the next run parses again
 	}
-	_ = writeGob(path, s.snapshot()) // best effort: the next run parses again
 	s.moeCache = filepath.Join(cache, key+".moe.gob")
 	return s, nil
 }

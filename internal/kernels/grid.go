@@ -41,6 +41,14 @@ func (g *Grid) Add(key []float64, latency float64) {
 	if len(key) != g.dims || !(latency > 0) || math.IsInf(latency, 0) {
 		return
 	}
+	n := g.leaf(key)
+	n.value = (n.value*float64(n.n) + latency) / float64(n.n+1)
+	n.n++
+	g.rows++
+}
+
+// leaf is key's leaf, made (with the levels above it) where missing.
+func (g *Grid) leaf(key []float64) *node {
 	n := g.root
 	for _, k := range key {
 		i := sort.SearchFloat64s(n.keys, k)
@@ -54,9 +62,7 @@ func (g *Grid) Add(key []float64, latency float64) {
 		}
 		n = n.children[i]
 	}
-	n.value = (n.value*float64(n.n) + latency) / float64(n.n+1)
-	n.n++
-	g.rows++
+	return n
 }
 
 // leaves calls fn with every measured key (outermost first), its value
@@ -79,18 +85,15 @@ func (g *Grid) leaves(fn func(key []float64, v float64, n int)) {
 	walk(g.root, 0)
 }
 
-// put sets a leaf to an average of n measurements, as leaves reported it.
+// put sets a leaf to an average of n measurements, as leaves reported it;
+// it checks what Add checks.
 func (g *Grid) put(key []float64, v float64, n int) {
-	if n < 1 {
+	if n < 1 || len(key) != g.dims || !(v > 0) || math.IsInf(v, 0) {
 		return
 	}
-	g.Add(key, v)
-	leaf := g.root
-	for _, k := range key {
-		leaf = leaf.children[sort.SearchFloat64s(leaf.keys, k)]
-	}
-	leaf.n, leaf.value = n, v
-	g.rows += n - 1
+	l := g.leaf(key)
+	g.rows += n - l.n
+	l.n, l.value = n, v
 }
 
 // Lookup returns the latency at key and the key it answered for: key

@@ -52,16 +52,28 @@ func ScoreMoE(k perf.MoEKernel, rows []MoERow) Score {
 	if len(rows) == 0 {
 		return Score{}
 	}
-	ratios := make([]float64, len(rows))
-	var ape float64
+	pred := make([]float64, len(rows))
+	meas := make([]float64, len(rows))
 	for i, r := range rows {
-		p := k.Seconds(r.Shape, r.Peak, r.BW)
-		ratios[i] = p / r.Seconds
-		ape += math.Abs(p-r.Seconds) / r.Seconds
+		pred[i], meas[i] = k.Seconds(r.Shape, r.Peak, r.BW), r.Seconds
+	}
+	return score(pred, meas)
+}
+
+// score compares predictions with measurements: MAPE and the median ratio.
+func score(pred, meas []float64) Score {
+	if len(pred) == 0 {
+		return Score{}
+	}
+	ratios := make([]float64, len(pred))
+	var ape float64
+	for i, p := range pred {
+		ratios[i] = p / meas[i]
+		ape += math.Abs(p-meas[i]) / meas[i]
 	}
 	sort.Float64s(ratios)
 	med := ratios[len(ratios)/2]
-	return Score{N: len(rows), MAPEPct: 100 * ape / float64(len(rows)), BiasPct: 100 * (med - 1), MedRatio: med}
+	return Score{N: len(pred), MAPEPct: 100 * ape / float64(len(pred)), BiasPct: 100 * (med - 1), MedRatio: med}
 }
 
 // DenseGEMMKernel is how experts are priced without a summary: as dense
@@ -211,25 +223,12 @@ func scoreTable(fit, held []MoERow) Score {
 	for sys, rs := range bySystem {
 		grids[sys] = moeGrids(rs, nil)
 	}
-	var ratios []float64
-	var ape float64
+	var pred, meas []float64
 	for _, r := range held {
-		g := grids[r.System][r.Precision]
-		if g == nil {
-			continue
-		}
 		smp := moeSample(r)
-		v, at, ok := g.Lookup(smp.Key)
-		if !ok || at[0] != smp.Key[0] || at[1] != smp.Key[1] || at[2] != smp.Key[2] {
-			continue
+		if v, ok := moeLookup(grids[r.System][r.Precision], smp.Key); ok {
+			pred, meas = append(pred, v), append(meas, smp.Latency)
 		}
-		ratios = append(ratios, v/smp.Latency)
-		ape += math.Abs(v-smp.Latency) / smp.Latency
 	}
-	if len(ratios) == 0 {
-		return Score{}
-	}
-	sort.Float64s(ratios)
-	med := ratios[len(ratios)/2]
-	return Score{N: len(ratios), MAPEPct: 100 * ape / float64(len(ratios)), BiasPct: 100 * (med - 1), MedRatio: med}
+	return score(pred, meas)
 }

@@ -42,13 +42,17 @@ func (s *Set) MoETime(p catalog.Precision, experts, topK, expertParams, tokens f
 	if _, err := s.MoEKernel(p); err != nil { // reads the table on first use
 		return 0, false
 	}
-	g := s.moeGrid[p]
+	return moeLookup(s.moeGrid[p], []float64{experts, topK, expertParams, tokens})
+}
+
+// moeLookup answers key from an MoE table (nil: none) when its shape class
+// (all but the tokens) was measured.
+func moeLookup(g *Grid, key []float64) (float64, bool) {
 	if g == nil {
 		return 0, false
 	}
-	key := []float64{experts, topK, expertParams, tokens}
 	v, at, ok := g.Lookup(key)
-	if !ok || at[0] != experts || at[1] != topK || at[2] != expertParams {
+	if !ok || at[0] != key[0] || at[1] != key[1] || at[2] != key[2] {
 		return 0, false
 	}
 	return v, true
