@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"bytes"
+	"encoding/gob"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -147,4 +149,33 @@ func TestCacheSurvivesDamageAndFollowsTheTables(t *testing.T) {
 	if k2, _ := cacheKey(dir, "l40s", "vllm"); k1 == k2 {
 		t.Error("a changed table kept the cache's name")
 	}
+}
+
+// A cache file is read back from disk: whatever bytes it holds, restoring
+// it is an error or a set, never a panic.
+func FuzzCacheRestore(f *testing.F) {
+	var seed bytes.Buffer
+	g := NewGrid(3)
+	g.Add([]float64{1, 2, 3}, 0.5)
+	c := cachedSet{Format: cacheFormat, System: "x", Backend: "vllm", Dropped: map[string]int{OpGEMM: 1},
+		Grids: []cachedGrid{flatten(OpGEMM, "fp8", AttnKey{}, g)}}
+	if err := gob.NewEncoder(&seed).Encode(c); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed.Bytes())
+	f.Add([]byte("not a gob"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 1<<16 {
+			return
+		}
+		var c cachedSet
+		if gob.NewDecoder(bytes.NewReader(b)).Decode(&c) != nil {
+			return
+		}
+		if s, err := restore(c, "."); err == nil {
+			for _, g := range s.GEMM {
+				g.Lookup([]float64{1, 2, 3})
+			}
+		}
+	})
 }
