@@ -30,6 +30,7 @@ targets=(
   "./internal/kernels FuzzParseMoE"
   "./internal/kernels FuzzCacheRestore"
   "./internal/calibrate FuzzLoadCSV"
+  "./internal/calibrate FuzzParseKnobs"
 )
 for entry in "${targets[@]}"; do
   read -r pkg name <<<"$entry"

@@ -3,6 +3,7 @@ package calibrate
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -223,5 +224,55 @@ func TestNoSingleHarnessFitsTheDenseRows(t *testing.T) {
 	}
 	if d := rep.Overall[string(DefaultHarness)]; rep.BestPerGroup >= d {
 		t.Errorf("choosing a harness per group (%.1f%%) should beat the single default (%.1f%%)", rep.BestPerGroup, d)
+	}
+}
+
+// A fit of some knob groups leaves the others as the starting parameters
+// give them: GEMM efficiencies fitted to kernel tables stay so when only
+// the serving terms are fitted on end-to-end runs.
+func TestFitOnlyTheGroupsAsked(t *testing.T) {
+	ds, env := loadShared(t)
+	var cases []Case
+	for _, c := range ds.FitSet() {
+		if c.Source == "silicon" && len(cases) < 12 {
+			cases = append(cases, c)
+		}
+	}
+	start := env.Params.Clone()
+	start.Backends[perf.VLLM].StepOverheadMs *= 3
+	start.Backends[perf.TRTLLM].StepOverheadMs *= 3
+	res, err := Fit(env, start, cases, FitOptions{MaxEvaluations: 60, Knobs: "serving"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fam, f := range start.Families {
+		g := res.Params.Families[fam]
+		if !reflect.DeepEqual(f.GEMM, g.GEMM) || f.GEMMBandwidth != g.GEMMBandwidth || f.AttentionCompute != g.AttentionCompute || f.AttentionBandwidth != g.AttentionBandwidth {
+			t.Errorf("%s: a serving-only fit moved the kernel efficiencies: %+v -> %+v", fam, f, g)
+		}
+	}
+	moved := false
+	for _, b := range perf.Backends {
+		if res.Params.Backends[b].StepOverheadMs != start.Backends[b].StepOverheadMs {
+			moved = true
+		}
+	}
+	if !moved || !(res.Loss < res.InitialLoss) {
+		t.Errorf("the serving terms did not move (loss %.3f from %.3f)", res.Loss, res.InitialLoss)
+	}
+	for _, c := range []struct {
+		knobs string
+		n     int
+	}{{"", len(Knobs())}, {"gemm,attention,serving", len(Knobs())}, {"serving", len(servingKnobs())}, {"attention, serving,serving", len(attentionKnobs()) + len(servingKnobs())}} {
+		ks, err := ParseKnobs(c.knobs)
+		if err != nil || len(ks) != c.n {
+			t.Errorf("ParseKnobs(%q): %d knobs, %v; want %d", c.knobs, len(ks), err, c.n)
+		}
+	}
+	if _, err := ParseKnobs("serving,gemms"); err == nil || !strings.Contains(err.Error(), `"gemms"`) || !strings.Contains(err.Error(), "gemm, attention, serving") {
+		t.Errorf("unknown group: %v", err)
+	}
+	if _, err := Fit(env, start, cases, FitOptions{MaxEvaluations: 60, Knobs: "bogus"}); err == nil {
+		t.Error("a fit with an unknown knob group ran")
 	}
 }

@@ -3,6 +3,7 @@ package calibrate
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/optimize"
@@ -68,16 +69,44 @@ func beKnob(b perf.Backend, field string, lo, hi float64) knob {
 // efficiencies, per-backend overheads and the interconnect efficiency. No
 // knob is specific to a model, a row or a configuration.
 func Knobs() []knob {
-	ks := []knob{
-		gemmKnob(catalog.Hopper, catalog.BF16), gemmKnob(catalog.Hopper, catalog.FP8),
-		famKnob(catalog.Hopper, "gemmBandwidth", 0.5, 0.95), famKnob(catalog.Hopper, "attentionCompute", 0.15, 0.9),
-		famKnob(catalog.Hopper, "attentionBandwidth", 0.3, 0.95),
-		gemmKnob(catalog.Blackwell, catalog.FP8), gemmKnob(catalog.Blackwell, catalog.FP4),
-		famKnob(catalog.Blackwell, "gemmBandwidth", 0.5, 0.95), famKnob(catalog.Blackwell, "attentionCompute", 0.15, 0.9),
-		famKnob(catalog.Blackwell, "attentionBandwidth", 0.3, 0.95),
+	return append(append(gemmKnobs(), attentionKnobs()...), servingKnobs()...)
+}
+
+// Knob groups a fit can take (FitOptions.Knobs).
+const (
+	KnobsGEMM      = "gemm"
+	KnobsAttention = "attention"
+	KnobsServing   = "serving"
+)
+
+// KnobGroups lists them.
+var KnobGroups = []string{KnobsGEMM, KnobsAttention, KnobsServing}
+
+// gemmKnobs are the per-architecture GEMM efficiencies. gpuplane calibrate
+// kernels fits them to the measured tables; fitted here too, they absorb
+// errors of the serving terms.
+func gemmKnobs() []knob {
+	return []knob{
+		gemmKnob(catalog.Hopper, catalog.BF16), gemmKnob(catalog.Hopper, catalog.FP8), famKnob(catalog.Hopper, "gemmBandwidth", 0.5, 0.95),
+		gemmKnob(catalog.Blackwell, catalog.FP8), gemmKnob(catalog.Blackwell, catalog.FP4), famKnob(catalog.Blackwell, "gemmBandwidth", 0.5, 0.95),
 		gemmKnob(catalog.Ampere, catalog.BF16), famKnob(catalog.Ampere, "gemmBandwidth", 0.5, 0.95),
 		gemmKnob(catalog.Ada, catalog.FP8), famKnob(catalog.Ada, "gemmBandwidth", 0.5, 0.95),
 	}
+}
+
+// attentionKnobs are the attention efficiencies of the families the
+// serving runs measure.
+func attentionKnobs() []knob {
+	return []knob{
+		famKnob(catalog.Hopper, "attentionCompute", 0.15, 0.9), famKnob(catalog.Hopper, "attentionBandwidth", 0.3, 0.95),
+		famKnob(catalog.Blackwell, "attentionCompute", 0.15, 0.9), famKnob(catalog.Blackwell, "attentionBandwidth", 0.3, 0.95),
+	}
+}
+
+// servingKnobs are what lies between op-level cost and a measured run: the
+// backends' overheads and the all-reduce's bus efficiency.
+func servingKnobs() []knob {
+	var ks []knob
 	for _, b := range perf.Backends {
 		ks = append(ks, beKnob(b, "stepOverheadMs", 0.05, 20), beKnob(b, "prefillOverheadMs", 0.01, 50),
 			beKnob(b, "perSeqOverheadUs", 0.5, 200), beKnob(b, "allReduceLatencyUs", 1, 60),
@@ -114,8 +143,39 @@ type FitOptions struct {
 	// Harness is the benchmark client the rows are predicted under
 	// (default DefaultHarness).
 	Harness serving.Harness
+	// Knobs lists the knob groups fitted (KnobGroups, comma-separated;
+	// default all). Leaving out gemm keeps the GEMM efficiencies as the
+	// parameters give them, e.g. fitted to kernel tables.
+	Knobs string
 	// Progress, when set, is called after each evaluation.
 	Progress func(evals int, loss float64)
+}
+
+// ParseKnobs reads a comma-separated list of knob groups ("" is all).
+func ParseKnobs(s string) ([]knob, error) {
+	if strings.TrimSpace(s) == "" {
+		return Knobs(), nil
+	}
+	var ks []knob
+	seen := map[string]bool{}
+	for _, g := range strings.Split(s, ",") {
+		g = strings.TrimSpace(g)
+		if seen[g] {
+			continue
+		}
+		seen[g] = true
+		switch g {
+		case KnobsGEMM:
+			ks = append(ks, gemmKnobs()...)
+		case KnobsAttention:
+			ks = append(ks, attentionKnobs()...)
+		case KnobsServing:
+			ks = append(ks, servingKnobs()...)
+		default:
+			return nil, fmt.Errorf("knobs: %q is not one of %s (comma-separated)", g, strings.Join(KnobGroups, ", "))
+		}
+	}
+	return ks, nil
 }
 
 // FitResult is the outcome of a fit.
@@ -140,7 +200,10 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 	if opt.MaxEvaluations <= 0 {
 		opt.MaxEvaluations = 1500
 	}
-	knobs := Knobs()
+	knobs, err := ParseKnobs(opt.Knobs)
+	if err != nil {
+		return nil, err
+	}
 	// One Nelder-Mead run needs its simplex (one evaluation a knob, plus
 	// one) and a step; fewer evaluations would fit nothing.
 	if least := len(knobs) + 3; opt.MaxEvaluations < least {

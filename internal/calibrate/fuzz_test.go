@@ -3,6 +3,7 @@ package calibrate
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +37,25 @@ func FuzzLoadCSV(f *testing.F) {
 			}
 		}
 		_, _, _ = LoadMaxThroughput(path, resolve, func(string) bool { return true })
+	})
+}
+
+// FuzzParseKnobs: any --knobs value is a list of known groups or an error
+// naming them; never a panic, never an empty fit.
+func FuzzParseKnobs(f *testing.F) {
+	for _, s := range []string{"", "serving", "gemm,attention,serving", "attention, serving", ",", "gemm,,x", "serving,serving"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ks, err := ParseKnobs(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), "gemm, attention, serving") {
+				t.Fatalf("%q: error does not list the groups: %v", s, err)
+			}
+			return
+		}
+		if len(ks) == 0 || len(ks) > len(Knobs()) {
+			t.Fatalf("%q: %d knobs", s, len(ks))
+		}
 	})
 }

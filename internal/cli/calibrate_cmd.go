@@ -76,7 +76,7 @@ func newCalibrateCmd(g *globals) *cobra.Command {
 	var fit bool
 	var maxEvals int
 	var ttftWeight float64
-	var harness string
+	var harness, knobs string
 	cmd := &cobra.Command{
 		Use:   "calibrate",
 		Short: "Report (and with --fit, refit) the performance model against measured serving runs",
@@ -88,11 +88,19 @@ parameter file given by --out.
 
   gpuplane calibrate --data ../shared/calibration
   gpuplane calibrate --data ../shared/calibration --fit --out internal/perf/params/default.yaml
-  gpuplane calibrate --data ../shared/calibration --cv model --max-evals 300`,
+  gpuplane calibrate --data ../shared/calibration --cv model --max-evals 300
+
+--knobs picks what is fitted, a comma-separated list of gemm (GEMM efficiencies per architecture),
+attention (attention efficiencies) and serving (backend overheads, all-reduce efficiency); the
+default is all three. --knobs attention,serving keeps the GEMM efficiencies of --params, e.g. those
+gpuplane calibrate kernels fitted to the measured tables.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cv != "" && !slices.Contains(calibrate.CVUnits, cv) {
 				return fmt.Errorf("--cv: %q, want one of %s", cv, strings.Join(calibrate.CVUnits, ", "))
+			}
+			if _, err := calibrate.ParseKnobs(knobs); err != nil {
+				return fmt.Errorf("--%w", err)
 			}
 			if cv != "" && fit {
 				return fmt.Errorf("--cv fits each fold itself; leave out --fit")
@@ -110,7 +118,7 @@ parameter file given by --out.
 				if err != nil {
 					return err
 				}
-				rep, err := crossValidate(g, env, ds, rows, cv, calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h})
+				rep, err := crossValidate(g, env, ds, rows, cv, calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h, Knobs: knobs})
 				if err != nil {
 					return err
 				}
@@ -131,7 +139,7 @@ parameter file given by --out.
 				if out == "" {
 					return fmt.Errorf("--fit needs --out FILE for the fitted parameters")
 				}
-				res, err := calibrate.Fit(env, env.Params, ds.FitSet(), calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h,
+				res, err := calibrate.Fit(env, env.Params, ds.FitSet(), calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h, Knobs: knobs,
 					Progress: func(n int, loss float64) {
 						if n%25 == 0 {
 							fmt.Fprintf(g.stderr, "\rfit: %d evaluations, loss %.4f, %s", n, loss, time.Since(t0).Round(time.Second))
@@ -159,6 +167,7 @@ parameter file given by --out.
 	}
 	cmd.Flags().StringVar(&dir, "data", "../shared/calibration", "folder with silicon_calibration.csv (and trtllm_max_throughput.csv)")
 	cmd.Flags().BoolVar(&fit, "fit", false, "fit the parameters before reporting")
+	cmd.Flags().StringVar(&knobs, "knobs", "gemm,attention,serving", "what --fit and --cv fit, comma-separated: gemm, attention, serving")
 	cmd.Flags().StringVar(&cv, "cv", "", "cross-validate: hold out each model, system or campaign in turn, fit on the rest (--max-evals per fold) and report the held-out MAPE")
 	cmd.Flags().StringVar(&out, "out", "", "where --fit writes the parameter file (with --cv: the starting parameters with the held-out intervals)")
 	cmd.Flags().IntVar(&maxEvals, "max-evals", 1500, "cap on objective evaluations during --fit")

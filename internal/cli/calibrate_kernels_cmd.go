@@ -38,22 +38,62 @@ func (t moeTable) Rows() [][]string {
 	return rows
 }
 
+// gemmTable reports the dense GEMM summaries per family.
+type gemmTable struct {
+	Results []kernels.GEMMResult `json:"gemm"`
+}
+
+func (t gemmTable) Header() []string {
+	return []string{"FAMILY", "SYSTEMS", "ROWS", "PRECISION", "HELD OUT", "MAPE FITTED", "BIAS", "MAPE EMBEDDED BEFORE", "BY SYSTEM", "EFFICIENCY", "BANDWIDTH", "CALL US"}
+}
+
+func (t gemmTable) Rows() [][]string {
+	var rows [][]string
+	for _, r := range t.Results {
+		var by []string
+		for _, s := range r.Systems {
+			if sc, ok := r.BySystem[s]; ok {
+				by = append(by, fmt.Sprintf("%s %.1f%%", s, sc.MAPEPct))
+			}
+		}
+		e := "-"
+		if r.Embedded != nil {
+			e = pct(r.Embedded.MAPEPct)
+		}
+		rows = append(rows, []string{r.Family, strings.Join(r.Systems, ","), fmt.Sprint(r.Rows), string(r.Precision), fmt.Sprint(r.HeldOut.N),
+			pct(r.HeldOut.MAPEPct), fmt.Sprintf("%+.1f%%", r.HeldOut.BiasPct), e, strings.Join(by, " "),
+			fmt.Sprintf("%.3f", r.Summary.Efficiency), fmt.Sprintf("%.3f", r.Summary.Bandwidth), fmt.Sprintf("%.1f", r.Summary.CallUs)})
+	}
+	return rows
+}
+
+// kernelsReport is what calibrate kernels fitted.
+type kernelsReport struct {
+	GEMM []kernels.GEMMResult `json:"gemm,omitempty"`
+	MoE  []kernels.MoEResult  `json:"moe,omitempty"`
+}
+
 func newCalibrateKernelsCmd(g *globals) *cobra.Command {
-	var out string
+	var out, only string
 	cmd := &cobra.Command{
 		Use:   "kernels",
-		Short: "Fit the embedded kernel summary (fused MoE per architecture, backend and precision) to measured kernel tables",
-		Long: `Reads the fused-MoE tables (moe_perf) of a kernel tree and fits, per GPU architecture, backend
-and weight precision, the four numbers the performance model prices routed experts with: the
-fraction of tensor peak, the fraction of memory bandwidth, the rows per expert at half speed and a
-fixed cost per call. Nothing here sees an end-to-end serving run.
+		Short: "Fit the embedded kernel summaries (dense GEMMs per architecture; fused MoE per architecture, backend and precision) to measured kernel tables",
+		Long: `Reads the GEMM tables (gemm_perf) and the fused-MoE tables (moe_perf) of a kernel tree and fits
+the numbers the performance model prices them with. Nothing here sees an end-to-end serving run.
+
+Dense GEMMs, per GPU architecture over every backend's tables, at model-layer sizes (n and k of at
+least 1024): the fraction of tensor peak per compute precision, the fraction of memory bandwidth
+weight streaming reaches, and the least time one GEMM call takes. Routed experts, per architecture,
+backend and weight precision: the fraction of tensor peak, the fraction of memory bandwidth, the
+rows per expert at half speed and a fixed cost per call.
 
 Each summary is validated twice: one table row in ten is held out and predicted by a fit on the
-rest (next to the same rows priced as dense GEMMs, as the model does without a summary), and for
-architectures measured on several systems each system is predicted by a fit on the others.
-With --out it writes the parameters (--params, or the embedded ones) with the summaries in.
+rest (next to the same rows priced by the parameters in use), and for architectures measured on
+several systems each system is predicted by a fit on the others. With --out it writes the
+parameters (--params, or the embedded ones) with the summaries in; --only gemm or --only moe fits
+one kind.
 
-  gpuplane calibrate kernels --kernels ../shared/reference/kernels
+  gpuplane calibrate kernels --kernels ../shared/reference/kernels --only gemm
   gpuplane calibrate kernels --kernels ../shared/reference/kernels --out params.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -64,13 +104,25 @@ With --out it writes the parameters (--params, or the embedded ones) with the su
 			if err != nil {
 				return err
 			}
-			groups, gpus, err := moeGroups(g.kernelsDir, env.Catalog)
-			if err != nil {
-				return err
+			if only != "" && only != "gemm" && only != "moe" {
+				return fmt.Errorf("--only: %q is not gemm or moe; leave it out to fit both", only)
 			}
-			var t moeTable
 			params := env.Params.Clone()
 			params.Kernels = nil
+			var rep kernelsReport
+			if only != "moe" {
+				if rep.GEMM, err = fitGEMMFamilies(g, env.Catalog, params, only == "gemm"); err != nil {
+					return err
+				}
+			}
+			var groups []kernels.MoEGroup
+			var gpus map[string]*catalog.GPU
+			if only != "gemm" {
+				if groups, gpus, err = moeGroups(g.kernelsDir, env.Catalog); err != nil {
+					return err
+				}
+			}
+			var t moeTable
 			for i, grp := range groups {
 				if len(grp.Rows) < kernels.MinMoERows {
 					fmt.Fprintf(g.stderr, "[%d/%d] %s/%s/%s: %d rows, fewer than %d: no summary (experts stay priced as dense GEMMs)\n",
@@ -93,8 +145,9 @@ With --out it writes the parameters (--params, or the embedded ones) with the su
 				k := res.Kernel
 				fam.MoE[grp.Backend][grp.Precision] = &k
 			}
+			rep.MoE = t.Results
 			if out != "" {
-				params.Source = "moe kernels fitted by gpuplane calibrate kernels; " + params.Source
+				params.Source = "kernel summaries fitted by gpuplane calibrate kernels; " + params.Source
 				if err := writeParams(g, out, params); err != nil {
 					return err
 				}
@@ -103,11 +156,139 @@ With --out it writes the parameters (--params, or the embedded ones) with the su
 			if err != nil {
 				return err
 			}
-			return output.Write(g.stdout, f, t)
+			if f != output.Table {
+				return output.Write(g.stdout, f, rep)
+			}
+			if rep.GEMM != nil {
+				if err := output.WriteTable(g.stdout, gemmTable{rep.GEMM}); err != nil {
+					return err
+				}
+				if rep.MoE != nil {
+					fmt.Fprintln(g.stdout)
+				}
+			}
+			if rep.MoE != nil {
+				return output.WriteTable(g.stdout, t)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the parameters with the fitted summaries to this file")
+	cmd.Flags().StringVar(&only, "only", "", "fit one kind of summary: gemm or moe (default: both)")
 	return cmd
+}
+
+// fitGEMMFamilies fits every architecture's dense GEMM summary to the GEMM
+// tables of its catalog systems, all backends pooled (the model's GEMM
+// efficiencies are per architecture), and sets them in params.
+// With required unset, a tree without GEMM tables is reported, not an error.
+func fitGEMMFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, required bool) ([]kernels.GEMMResult, error) {
+	systems, err := kernels.Systems(g.kernelsDir)
+	if err != nil {
+		return nil, err
+	}
+	type famPrec struct {
+		fam  string
+		prec catalog.Precision
+	}
+	groups := map[famPrec][]kernels.GEMMRow{}
+	for _, s := range systems {
+		gpu, err := cat.GPU(s)
+		if err != nil {
+			continue // a system outside the catalog: nothing to price with it
+		}
+		backends, err := kernels.Backends(g.kernelsDir, s)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range backends {
+			if _, err := perf.ParseBackend(b); err != nil {
+				continue // collectives only (nccl)
+			}
+			set, err := kernels.Load(g.kernelsDir, s, b)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range kernels.GEMMRows(set, gpu) {
+				k := famPrec{gpu.Architecture, r.Precision}
+				groups[k] = append(groups[k], r)
+			}
+		}
+	}
+	keys := make([]famPrec, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].fam != keys[j].fam {
+			return keys[i].fam < keys[j].fam
+		}
+		return keys[i].prec < keys[j].prec
+	})
+	if len(keys) == 0 {
+		if required {
+			return nil, fmt.Errorf("--kernels %s: no layer-sized gemm_perf rows for a catalog GPU", g.kernelsDir)
+		}
+		fmt.Fprintf(g.stderr, "gemm: no layer-sized gemm_perf rows for a catalog GPU; GEMM efficiencies kept\n")
+		return nil, nil
+	}
+	var out []kernels.GEMMResult
+	for i, k := range keys {
+		rows := groups[k]
+		if len(rows) < kernels.MinGEMMRows {
+			fmt.Fprintf(g.stderr, "[%d/%d] gemm %s/%s: %d rows, fewer than %d: efficiency kept\n", i+1, len(keys), k.fam, k.prec, len(rows), kernels.MinGEMMRows)
+			continue
+		}
+		fmt.Fprintf(g.stderr, "[%d/%d] gemm %s/%s: %d rows\n", i+1, len(keys), k.fam, k.prec, len(rows))
+		fp := params.Families[k.fam]
+		var cur *kernels.GEMMSummary
+		if fp != nil {
+			bw := fp.GEMMBandwidth
+			if v := fp.GEMMPrecisionBandwidth[k.prec]; v > 0 {
+				bw = v
+			}
+			cur = &kernels.GEMMSummary{Efficiency: fp.GEMM[k.prec], Bandwidth: bw, CallUs: fp.GEMMCallUs[k.prec]}
+		}
+		res, err := kernels.ValidateGEMM(k.fam, rows, cur)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+		if fp == nil {
+			continue
+		}
+		setGEMMSummary(fp, k.prec, res.Summary)
+	}
+	return out, nil
+}
+
+// setGEMMSummary puts one precision's fitted summary in a family's
+// parameters; BF16's bandwidth is also the family's default.
+func setGEMMSummary(fp *perf.FamilyParams, p catalog.Precision, s kernels.GEMMSummary) {
+	gemm := map[catalog.Precision]float64{}
+	for k, v := range fp.GEMM {
+		gemm[k] = v
+	}
+	// The model takes at most the spec sheet: a table faster than that
+	// (a catalog figure below the part's) prices at the sheet.
+	s.Efficiency, s.Bandwidth = min(1, s.Efficiency), min(1, s.Bandwidth)
+	gemm[p] = s.Efficiency
+	calls := map[catalog.Precision]float64{}
+	for k, v := range fp.GEMMCallUs {
+		calls[k] = v
+	}
+	calls[p] = s.CallUs
+	bws := map[catalog.Precision]float64{}
+	for k, v := range fp.GEMMPrecisionBandwidth {
+		bws[k] = v
+	}
+	if p == catalog.BF16 {
+		fp.GEMMBandwidth = s.Bandwidth
+		delete(bws, p)
+	} else {
+		bws[p] = s.Bandwidth
+	}
+	fp.GEMM, fp.GEMMCallUs, fp.GEMMPrecisionBandwidth = gemm, calls, bws
 }
 
 // moeGroups reads every catalog system's fused-MoE tables and groups them

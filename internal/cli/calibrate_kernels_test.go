@@ -4,12 +4,14 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/kernels"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
@@ -135,5 +137,103 @@ func TestCalibrateKernelsErrors(t *testing.T) {
 	_, stderr, err := run(t, "calibrate", "kernels", "--kernels", dir)
 	if err != nil || !strings.Contains(stderr, "1 rows, fewer than 40: no summary") {
 		t.Errorf("too few rows: %v\n%s", err, stderr)
+	}
+}
+
+// writeGEMMTable adds to a kernel tree's h200_sxm/vllm a GEMM table of BF16
+// and FP8 layer shapes priced by known summaries, plus small shapes that
+// the fit must leave out.
+func writeGEMMTable(t *testing.T, dir string, truth map[string]kernels.GEMMSummary) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "h200_sxm", "vllm", "0.19.0", "gemm_perf.csv.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency")
+	h200, err := catalog.MustDefault().GPU("h200_sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dtype, s := range truth {
+		p := catalog.BF16
+		if dtype != "bfloat16" {
+			p = catalog.FP8
+		}
+		for _, m := range []float64{1, 4, 16, 64, 256, 1024, 4096, 16384} {
+			for _, nk := range [][2]float64{{1024, 4096}, {5120, 5120}, {4096, 14336}, {28672, 4096}, {8192, 1024}, {512, 512}} {
+				r := kernels.GEMMRow{Precision: p, M: m, N: nk[0], K: nk[1], Peak: h200.PeakTFLOPS(p) * 1e12, BW: h200.MemoryBandwidthGBps * 1e9}
+				fmt.Fprintf(zw, "VLLM,0.19.0,H200,gemm,vllm_default,%s,%g,%g,%g,%g\n", dtype, m, nk[0], nk[1], 1e3*s.Seconds(r))
+			}
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCalibrateKernelsFitsGEMMs(t *testing.T) {
+	dir := kernelTree(t, perf.MoEKernel{Compute: 0.3, Bandwidth: 0.75, RowsHalf: 40, LaunchUs: 35, ParamsHalf: 8e6})
+	truth := map[string]kernels.GEMMSummary{
+		"bfloat16": {Efficiency: 0.78, Bandwidth: 0.85, CallUs: 4},
+		"fp8":      {Efficiency: 0.5, Bandwidth: 0.7, CallUs: 9},
+	}
+	writeGEMMTable(t, dir, truth)
+	out := filepath.Join(t.TempDir(), "params.yaml")
+	stdout, stderr, err := run(t, "calibrate", "kernels", "--kernels", dir, "--only", "gemm", "--out", out, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep struct {
+		GEMM []kernels.GEMMResult `json:"gemm"`
+		MoE  []json.RawMessage    `json:"moe"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v in %s", err, stdout)
+	}
+	if len(rep.GEMM) != 2 || len(rep.MoE) != 0 {
+		t.Fatalf("want hopper bf16 and fp8 summaries and no MoE fit, got %s", stdout)
+	}
+	for _, r := range rep.GEMM {
+		// 5 layer shapes a precision at 8 token counts: the 512 x 512
+		// shapes are not layer-sized and stay out.
+		if r.Family != "hopper" || r.Rows != 40 || r.HeldOut.MAPEPct > 2 {
+			t.Errorf("%s/%s: %d rows, held out %.1f%%; want 40 rows within 2%%", r.Family, r.Precision, r.Rows, r.HeldOut.MAPEPct)
+		}
+	}
+	p, err := perf.LoadParams(out)
+	if err != nil {
+		t.Fatalf("written parameters do not load: %v", err)
+	}
+	h := p.Families[catalog.Hopper]
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"gemm.bf16", h.GEMM[catalog.BF16], 0.78}, {"gemm.fp8", h.GEMM[catalog.FP8], 0.5},
+		{"gemmBandwidth", h.GEMMBandwidth, 0.85}, {"gemmPrecisionBandwidth.fp8", h.GEMMPrecisionBandwidth[catalog.FP8], 0.7},
+		{"gemmCallUs.fp8", h.GEMMCallUs[catalog.FP8], 9},
+	} {
+		if math.Abs(c.got/c.want-1) > 0.05 {
+			t.Errorf("written %s = %.3f, want %.3f", c.name, c.got, c.want)
+		}
+	}
+	h200, _ := catalog.MustDefault().GPU("h200_sxm")
+	if mk := p.MoEKernelFor(h200, perf.VLLM, catalog.FP8); mk == nil || mk.Rows == 64 {
+		t.Errorf("--only gemm refitted the MoE summary: %+v", mk)
+	}
+	table, _, err := run(t, "calibrate", "kernels", "--kernels", dir)
+	if err != nil || !strings.Contains(table, "MAPE EMBEDDED BEFORE") || !strings.Contains(table, "MAPE AS DENSE GEMM") {
+		t.Errorf("both tables: %v\n%s", err, table)
+	}
+	if _, _, err := run(t, "calibrate", "kernels", "--kernels", dir, "--only", "attention"); err == nil || !strings.Contains(err.Error(), `--only: "attention" is not gemm or moe`) {
+		t.Errorf("--only attention: %v", err)
+	}
+	empty := kernelTree(t, perf.MoEKernel{Compute: 0.3, Bandwidth: 0.75, RowsHalf: 40, LaunchUs: 35, ParamsHalf: 8e6})
+	if _, _, err := run(t, "calibrate", "kernels", "--kernels", empty, "--only", "gemm"); err == nil || !strings.Contains(err.Error(), "no layer-sized gemm_perf rows") {
+		t.Errorf("--only gemm without GEMM tables: %v", err)
 	}
 }

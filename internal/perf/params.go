@@ -36,6 +36,15 @@ type FamilyParams struct {
 	GEMM map[catalog.Precision]float64 `json:"gemm"`
 	// GEMMBandwidth is the fraction of memory bandwidth weight-streaming GEMMs reach.
 	GEMMBandwidth float64 `json:"gemmBandwidth"`
+	// GEMMCallUs is the least time one GEMM kernel takes whatever its size
+	// (prologue, epilogue, a partly filled wave): a layer's four dense GEMMs
+	// pay it even when decode runs them as a CUDA graph. Fitted to the
+	// measured GEMM tables with the efficiencies (gpuplane calibrate kernels).
+	GEMMCallUs map[catalog.Precision]float64 `json:"gemmCallUs,omitempty"`
+	// GEMMPrecisionBandwidth, where given for a compute precision,
+	// replaces GEMMBandwidth for it (block-scaled FP4 streams its scales
+	// and dequantises: Blackwell's tables show about two thirds of BF16's).
+	GEMMPrecisionBandwidth map[catalog.Precision]float64 `json:"gemmPrecisionBandwidth,omitempty"`
 	// AttentionCompute is the fraction of bf16 peak that prefill attention reaches.
 	AttentionCompute float64 `json:"attentionCompute"`
 	// AttentionBandwidth is the fraction of memory bandwidth decode attention reaches reading the KV cache.
@@ -195,6 +204,16 @@ func (p *Params) Validate() error {
 			"attentionBandwidth": f.AttentionBandwidth, "elementwiseBandwidth": f.ElementwiseBandwidth} {
 			if !(v > 0 && v <= 1) {
 				return fmt.Errorf("families.%s.%s: %g must be in (0, 1]", fam, name, v)
+			}
+		}
+		for k, v := range f.GEMMCallUs {
+			if !(v >= 0 && v <= 1000) {
+				return fmt.Errorf("families.%s.gemmCallUs.%s: %g must be in [0, 1000] microseconds", fam, k, v)
+			}
+		}
+		for k, v := range f.GEMMPrecisionBandwidth {
+			if !(v > 0 && v <= 1) {
+				return fmt.Errorf("families.%s.gemmPrecisionBandwidth.%s: %g must be in (0, 1]", fam, k, v)
 			}
 		}
 		for b, byPrec := range f.MoE {

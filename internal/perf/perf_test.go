@@ -191,6 +191,12 @@ func TestParamsValidation(t *testing.T) {
 		"reserveFullDeviceGiB": func(p *Params) { p.Backends[VLLM].ReserveFullDeviceGiB = math.NaN() },
 		"moePromptFloorUs":     func(p *Params) { p.Backends[SGLang].MoEPromptFloorUs = -1 },
 		"moeLayerUs":           func(p *Params) { p.Backends[VLLM].MoELayerUs = math.NaN() },
+		"gemmCallUs.fp8": func(p *Params) {
+			p.Families[catalog.Hopper].GEMMCallUs = map[catalog.Precision]float64{catalog.FP8: -3}
+		},
+		"gemmPrecisionBandwidth.fp4": func(p *Params) {
+			p.Families[catalog.Blackwell].GEMMPrecisionBandwidth = map[catalog.Precision]float64{catalog.FP4: 1.3}
+		},
 	} {
 		p := MustDefaultParams().Clone()
 		spoil(p)
@@ -305,5 +311,39 @@ func TestTensorParallelNotPowerOfTwo(t *testing.T) {
 	}
 	if !(steps[0] > steps[1] && steps[1] > steps[2]) {
 		t.Errorf("decode steps at tp 4, 6, 8: %.2f, %.2f, %.2f ms; want falling", steps[0]*1e3, steps[1]*1e3, steps[2]*1e3)
+	}
+}
+
+// TestGEMMCallCost checks the per-call GEMM cost and the per-precision
+// bandwidth the kernel-table fit sets: a decode step of one sequence pays
+// the call cost once per dense GEMM of every layer, and the streaming
+// bandwidth follows the compute precision.
+func TestGEMMCallCost(t *testing.T) {
+	const model, gpu = "Qwen/Qwen3-32B", "h100_sxm"
+	base := MustDefaultParams().Clone()
+	fam := base.Families[catalog.Hopper]
+	fam.GEMMCallUs = nil
+	fam.GEMMPrecisionBandwidth = nil
+	cfg := Config{Backend: VLLM, Weights: catalog.FP8, TP: 1}
+	w0 := catalogWorker(t, model, gpu, "", cfg, base)
+	withCall := base.Clone()
+	withCall.Families[catalog.Hopper].GEMMCallUs = map[catalog.Precision]float64{catalog.FP8: 10, catalog.BF16: 4}
+	w1 := catalogWorker(t, model, gpu, "", cfg, withCall)
+	layers := float64(w0.cfg.Model.Layers)
+	// Four dense GEMMs a layer at the FP8 cost, and the BF16 output head.
+	want := (4*layers*10 + 4) * 1e-6
+	if got := decodeStep(w1, 1, 1000) - decodeStep(w0, 1, 1000); math.Abs(got-want) > 1e-9 {
+		t.Errorf("call cost added %.4g s to a decode step, want %.4g s", got, want)
+	}
+	slower := base.Clone()
+	slower.Families[catalog.Hopper].GEMMPrecisionBandwidth = map[catalog.Precision]float64{catalog.FP8: fam.GEMMBandwidth / 2}
+	w2 := catalogWorker(t, model, gpu, "", cfg, slower)
+	if r := decodeStep(w2, 1, 1000) / decodeStep(w0, 1, 1000); r < 1.4 {
+		t.Errorf("halving FP8's streaming bandwidth slowed a one-sequence decode step by %.2fx, want most of 2x", r)
+	}
+	bf := catalogWorker(t, model, gpu, "", Config{Backend: VLLM, Weights: catalog.BF16, TP: 1}, slower)
+	bf0 := catalogWorker(t, model, gpu, "", Config{Backend: VLLM, Weights: catalog.BF16, TP: 1}, base)
+	if decodeStep(bf, 1, 1000) != decodeStep(bf0, 1, 1000) {
+		t.Error("FP8's bandwidth changed a BF16 worker")
 	}
 }

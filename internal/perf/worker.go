@@ -47,6 +47,8 @@ type Worker struct {
 	elemBW         float64
 
 	denseParams    float64 // per layer per GPU: attention + dense MLP (averaged) + shared experts
+	gemmCalls      float64 // dense GEMM calls per layer (averaged)
+	gemmCall       float64 // seconds: the least time of one GEMM call at the compute precision
 	routedExperts  float64 // experts per MoE layer
 	moeLayerFrac   float64
 	expertParams   float64 // one expert's weights per GPU
@@ -102,6 +104,10 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	w.attnPeak = d.PeakTFLOPS(catalog.BF16) * 1e12 * w.fam.AttentionCompute
 	bw := d.BandwidthGBps() * 1e9
 	w.gemmBW = bw * w.fam.GEMMBandwidth
+	if v := w.fam.GEMMPrecisionBandwidth[cp]; v > 0 {
+		w.gemmBW = bw * v
+	}
+	w.gemmCall = w.fam.GEMMCallUs[cp] * 1e-6
 	w.attnBW = bw * w.fam.AttentionBandwidth
 	w.elemBW = bw * w.fam.ElementwiseBandwidth
 	w.hidden = float64(m.HiddenSize)
@@ -109,6 +115,12 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	layers := float64(m.Layers)
 	denseFrac := float64(m.Layers-m.MoELayers()) / layers
 	w.denseParams = (m.AttentionParams() + denseFrac*m.DenseMLPParams()) / w.tp
+	// Dense GEMM calls per layer: QKV and output, and the MLP's fused
+	// gate-up and down (an MoE layer's only where it has shared experts).
+	w.gemmCalls = 2 + 2*denseFrac
+	if m.MoE != nil && m.MoE.SharedExperts > 0 {
+		w.gemmCalls += 2 * float64(m.MoELayers()) / layers
+	}
 	if m.MoE != nil {
 		w.moeLayerFrac = float64(m.MoELayers()) / layers
 		w.denseParams += w.moeLayerFrac * float64(m.MoE.SharedExperts) * m.ExpertParams() / w.tp
@@ -282,7 +294,7 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 
 // rooflineStep is the iteration's compute and communication on the roofline.
 func (w *Worker) rooflineStep(b Batch, tokens float64) float64 {
-	layer := w.gemm(tokens, w.denseParams, tokens)
+	layer := w.gemm(tokens, w.denseParams, tokens) + w.gemmCalls*w.gemmCall
 	if w.routedExperts > 0 {
 		layer += w.moeLayerFrac * w.moe(tokens, b.PrefillTokens > 0)
 	}
@@ -330,7 +342,7 @@ func (w *Worker) elementwise(tokens float64) float64 {
 
 // lmHead is the output projection for the sequences that sample a token.
 func (w *Worker) lmHead(sampled float64) float64 {
-	return w.gemmWith(sampled, w.lmHeadParams, catalog.BF16.Bytes(), sampled)
+	return w.gemmWith(sampled, w.lmHeadParams, catalog.BF16.Bytes(), sampled) + w.fam.GEMMCallUs[catalog.BF16]*1e-6
 }
 
 // moeKernelFor picks the fused-MoE summary: fitted to the measured table of
