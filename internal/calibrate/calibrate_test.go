@@ -177,12 +177,7 @@ func TestFitRecoversPerturbedParameters(t *testing.T) {
 // small to build the simplex is an error, not a silent no-op.
 func TestFitBudgets(t *testing.T) {
 	ds, env := loadShared(t)
-	var cases []Case
-	for _, c := range ds.FitSet() {
-		if c.Source == "silicon" && len(cases) < 10 {
-			cases = append(cases, c)
-		}
-	}
+	cases := firstServingRuns(ds, 10)
 	if _, err := Fit(env, env.Params, cases, FitOptions{MaxEvaluations: 3}); err == nil || !strings.Contains(err.Error(), "--max-evals") {
 		t.Errorf("3 evaluations: %v", err)
 	}
@@ -232,12 +227,7 @@ func TestNoSingleHarnessFitsTheDenseRows(t *testing.T) {
 // the serving terms are fitted on end-to-end runs.
 func TestFitOnlyTheGroupsAsked(t *testing.T) {
 	ds, env := loadShared(t)
-	var cases []Case
-	for _, c := range ds.FitSet() {
-		if c.Source == "silicon" && len(cases) < 12 {
-			cases = append(cases, c)
-		}
-	}
+	cases := firstServingRuns(ds, 12)
 	start := env.Params.Clone()
 	start.Backends[perf.VLLM].StepOverheadMs *= 3
 	start.Backends[perf.TRTLLM].StepOverheadMs *= 3
@@ -275,4 +265,15 @@ func TestFitOnlyTheGroupsAsked(t *testing.T) {
 	if _, err := Fit(env, start, cases, FitOptions{MaxEvaluations: 60, Knobs: "bogus"}); err == nil {
 		t.Error("a fit with an unknown knob group ran")
 	}
+}
+
+// firstServingRuns is the first n serving runs of the fit set.
+func firstServingRuns(ds *Dataset, n int) []Case {
+	var cases []Case
+	for _, c := range ds.FitSet() {
+		if c.Source == "silicon" && len(cases) < n {
+			cases = append(cases, c)
+		}
+	}
+	return cases
 }

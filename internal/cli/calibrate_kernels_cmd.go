@@ -24,18 +24,23 @@ func (t moeTable) Header() []string {
 func (t moeTable) Rows() [][]string {
 	var rows [][]string
 	for _, r := range t.Results {
-		var by []string
-		for _, s := range r.Systems {
-			if sc, ok := r.BySystem[s]; ok {
-				by = append(by, fmt.Sprintf("%s %.1f%%", s, sc.MAPEPct))
-			}
-		}
 		k := r.Kernel
 		rows = append(rows, []string{r.Family, string(r.Backend), string(r.Precision), strings.Join(r.Systems, ","),
 			fmt.Sprint(k.Rows), fmt.Sprint(r.HeldOut.N), pct(r.Dense.MAPEPct), pct(r.HeldOut.MAPEPct), fmt.Sprintf("%+.1f%%", r.HeldOut.BiasPct), pct(r.Table.MAPEPct),
-			strings.Join(by, " "), fmt.Sprintf("%.3f", k.Compute), fmt.Sprintf("%.3f", k.Bandwidth), fmt.Sprintf("%.1f", k.RowsHalf), fmt.Sprintf("%.1f", k.LaunchUs)})
+			bySystem(r.Systems, r.BySystem), fmt.Sprintf("%.3f", k.Compute), fmt.Sprintf("%.3f", k.Bandwidth), fmt.Sprintf("%.1f", k.RowsHalf), fmt.Sprintf("%.1f", k.LaunchUs)})
 	}
 	return rows
+}
+
+// bySystem lists each held-out system's MAPE.
+func bySystem(systems []string, scores map[string]kernels.Score) string {
+	var by []string
+	for _, s := range systems {
+		if sc, ok := scores[s]; ok {
+			by = append(by, fmt.Sprintf("%s %.1f%%", s, sc.MAPEPct))
+		}
+	}
+	return strings.Join(by, " ")
 }
 
 // gemmTable reports the dense GEMM summaries per family.
@@ -50,18 +55,12 @@ func (t gemmTable) Header() []string {
 func (t gemmTable) Rows() [][]string {
 	var rows [][]string
 	for _, r := range t.Results {
-		var by []string
-		for _, s := range r.Systems {
-			if sc, ok := r.BySystem[s]; ok {
-				by = append(by, fmt.Sprintf("%s %.1f%%", s, sc.MAPEPct))
-			}
-		}
 		e := "-"
 		if r.Embedded != nil {
 			e = pct(r.Embedded.MAPEPct)
 		}
 		rows = append(rows, []string{r.Family, strings.Join(r.Systems, ","), fmt.Sprint(r.Rows), string(r.Precision), fmt.Sprint(r.HeldOut.N),
-			pct(r.HeldOut.MAPEPct), fmt.Sprintf("%+.1f%%", r.HeldOut.BiasPct), e, strings.Join(by, " "),
+			pct(r.HeldOut.MAPEPct), fmt.Sprintf("%+.1f%%", r.HeldOut.BiasPct), e, bySystem(r.Systems, r.BySystem),
 			fmt.Sprintf("%.3f", r.Summary.Efficiency), fmt.Sprintf("%.3f", r.Summary.Bandwidth), fmt.Sprintf("%.1f", r.Summary.CallUs)})
 	}
 	return rows

@@ -1,13 +1,9 @@
 package kernels
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"sort"
-
-	"gonum.org/v1/gonum/optimize"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 )
@@ -120,18 +116,9 @@ func FitGEMM(rows []GEMMRow) (GEMMSummary, error) {
 		}
 		return s / float64(len(rows))
 	}
-	x := []float64{math.Log(0.6), math.Log(0.7), math.Log(5)}
-	best := obj(x)
-	for _, size := range []float64{1, 0.3, 0.1} {
-		res, err := optimize.Minimize(optimize.Problem{Func: obj}, x,
-			&optimize.Settings{FuncEvaluations: 400, Converger: &optimize.FunctionConverge{Absolute: 1e-7, Iterations: 60}},
-			&optimize.NelderMead{SimplexSize: size})
-		if err != nil && res == nil {
-			return GEMMSummary{}, fmt.Errorf("gemm fit: %w", err)
-		}
-		if res.F < best {
-			x, best = res.X, res.F
-		}
+	x, err := minimizeLog(obj, []float64{math.Log(0.6), math.Log(0.7), math.Log(5)})
+	if err != nil {
+		return GEMMSummary{}, fmt.Errorf("gemm fit: %w", err)
 	}
 	return unpack(x), nil
 }
@@ -150,14 +137,7 @@ func ScoreGEMM(g GEMMSummary, rows []GEMMRow) Score {
 // system, backend, precision and shape.
 func holdGEMM(rows []GEMMRow, n int) (fit, held []GEMMRow) {
 	for _, r := range rows {
-		h := fnv.New64a()
-		h.Write([]byte(r.System + "/" + r.Backend + "/" + string(r.Precision)))
-		var b [8]byte
-		for _, v := range []float64{r.M, r.N, r.K} {
-			binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
-			h.Write(b[:])
-		}
-		if mix(h.Sum64())%uint64(n) == 0 {
+		if oneIn(n, r.System+"/"+r.Backend+"/"+string(r.Precision), r.M, r.N, r.K) {
 			held = append(held, r)
 		} else {
 			fit = append(fit, r)

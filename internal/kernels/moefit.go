@@ -115,42 +115,59 @@ func FitMoE(rows []MoERow) (perf.MoEKernel, error) {
 		}
 		return s / float64(len(rows))
 	}
-	x := []float64{math.Log(0.5), math.Log(0.6), math.Log(32), math.Log(20), math.Log(1e6)}
-	best := obj(x)
-	for _, size := range []float64{1, 0.3, 0.1} {
-		res, err := optimize.Minimize(optimize.Problem{Func: obj}, x,
-			&optimize.Settings{FuncEvaluations: 400, Converger: &optimize.FunctionConverge{Absolute: 1e-7, Iterations: 60}},
-			&optimize.NelderMead{SimplexSize: size})
-		if err != nil && res == nil {
-			return perf.MoEKernel{}, fmt.Errorf("moe fit: %w", err)
-		}
-		if res.F < best {
-			x, best = res.X, res.F
-		}
+	x, err := minimizeLog(obj, []float64{math.Log(0.5), math.Log(0.6), math.Log(32), math.Log(20), math.Log(1e6)})
+	if err != nil {
+		return perf.MoEKernel{}, fmt.Errorf("moe fit: %w", err)
 	}
 	k := unpack(x)
 	k.Rows = len(rows)
 	return k, nil
 }
 
+// minimizeLog minimises obj over log-parameters by Nelder-Mead from x0,
+// restarted from the best point with a shrinking simplex (a first simplex
+// of size 1 can stall on a bound).
+func minimizeLog(obj func([]float64) float64, x0 []float64) ([]float64, error) {
+	x, best := x0, obj(x0)
+	for _, size := range []float64{1, 0.3, 0.1} {
+		res, err := optimize.Minimize(optimize.Problem{Func: obj}, x,
+			&optimize.Settings{FuncEvaluations: 400, Converger: &optimize.FunctionConverge{Absolute: 1e-7, Iterations: 60}},
+			&optimize.NelderMead{SimplexSize: size})
+		if err != nil && res == nil {
+			return nil, err
+		}
+		if res.F < best {
+			x, best = res.X, res.F
+		}
+	}
+	return x, nil
+}
+
 // HoldMoE splits rows: about one in n is held out, by a hash of its system,
 // precision and shape, so the split is the same on every run.
 func HoldMoE(rows []MoERow, n int) (fit, held []MoERow) {
 	for _, r := range rows {
-		h := fnv.New64a()
-		h.Write([]byte(r.System + "/" + string(r.Precision)))
-		var b [8]byte
-		for _, v := range []float64{r.Shape.Tokens, r.Shape.TopK, r.Shape.Experts, r.Shape.ExpertParams, r.Shape.SliceParams} {
-			binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
-			h.Write(b[:])
-		}
-		if mix(h.Sum64())%uint64(n) == 0 {
+		s := r.Shape
+		if oneIn(n, r.System+"/"+string(r.Precision), s.Tokens, s.TopK, s.Experts, s.ExpertParams, s.SliceParams) {
 			held = append(held, r)
 		} else {
 			fit = append(fit, r)
 		}
 	}
 	return fit, held
+}
+
+// oneIn picks about one item in n by a hash of its label and keys, the
+// same on every run.
+func oneIn(n int, label string, keys ...float64) bool {
+	h := fnv.New64a()
+	h.Write([]byte(label))
+	var b [8]byte
+	for _, v := range keys {
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+		h.Write(b[:])
+	}
+	return mix(h.Sum64())%uint64(n) == 0
 }
 
 // MoEResult is one group's summary with its validation.
