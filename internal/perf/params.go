@@ -207,11 +207,17 @@ func (p *Params) Validate() error {
 			}
 		}
 		for k, v := range f.GEMMCallUs {
+			if err := computePrecisionKey(k); err != nil {
+				return fmt.Errorf("families.%s.gemmCallUs.%s: %w", fam, k, err)
+			}
 			if !(v >= 0 && v <= 1000) {
 				return fmt.Errorf("families.%s.gemmCallUs.%s: %g must be in [0, 1000] microseconds", fam, k, v)
 			}
 		}
 		for k, v := range f.GEMMPrecisionBandwidth {
+			if err := computePrecisionKey(k); err != nil {
+				return fmt.Errorf("families.%s.gemmPrecisionBandwidth.%s: %w", fam, k, err)
+			}
 			if !(v > 0 && v <= 1) {
 				return fmt.Errorf("families.%s.gemmPrecisionBandwidth.%s: %g must be in (0, 1]", fam, k, v)
 			}
@@ -277,4 +283,14 @@ func (p *Params) Validate() error {
 		return p.Intervals.validate()
 	}
 	return nil
+}
+
+// computePrecisionKey checks a per-precision key: GEMMs compute at bf16,
+// fp8, fp4 or int8 (weight-only formats compute at bf16).
+func computePrecisionKey(p catalog.Precision) error {
+	switch p {
+	case catalog.BF16, catalog.FP8, catalog.FP4, catalog.INT8:
+		return nil
+	}
+	return fmt.Errorf("not a compute precision; want bf16, fp8, fp4 or int8")
 }

@@ -194,6 +194,12 @@ func TestParamsValidation(t *testing.T) {
 		"gemmCallUs.fp8": func(p *Params) {
 			p.Families[catalog.Hopper].GEMMCallUs = map[catalog.Precision]float64{catalog.FP8: -3}
 		},
+		"gemmCallUs.w4a16": func(p *Params) {
+			p.Families[catalog.Hopper].GEMMCallUs = map[catalog.Precision]float64{catalog.W4A16: 3}
+		},
+		"gemmPrecisionBandwidth.fp9": func(p *Params) {
+			p.Families[catalog.Hopper].GEMMPrecisionBandwidth = map[catalog.Precision]float64{"fp9": 0.5}
+		},
 		"gemmPrecisionBandwidth.fp4": func(p *Params) {
 			p.Families[catalog.Blackwell].GEMMPrecisionBandwidth = map[catalog.Precision]float64{catalog.FP4: 1.3}
 		},
