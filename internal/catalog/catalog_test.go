@@ -129,6 +129,16 @@ func TestModelParameterCounts(t *testing.T) {
 		{"Qwen/Qwen3-4B", 4.02, 4.02, 147456},
 		{"meta-llama/Llama-3.2-1B", 1.24, 1.24, 32768},
 		{"meta-llama/Llama-3.2-3B", 3.21, 3.21, 114688},
+		// Common checkpoints of the measurement campaigns; published totals.
+		{"Qwen/Qwen3-14B", 14.8, 14.8, 163840},
+		{"Qwen/Qwen2.5-72B-Instruct", 72.7, 72.7, 327680},
+		{"meta-llama/Llama-3.1-405B-Instruct-FP8", 405, 405, 516096},
+		{"mistralai/Mixtral-8x22B-Instruct-v0.1", 141, 39, 229376},
+		{"openai/gpt-oss-20b", 20.9, 4.2, 24576}, // 3.6B active without the 0.6B embedding table; 12 of 24 layers slide
+		{"Qwen/Qwen3-Coder-480B-A35B-Instruct", 480, 35, 253952},
+		{"zai-org/GLM-4.6", 355, 33.5, 376832},     // published 355B counts the MTP layer, 32B active no embeddings
+		{"zai-org/GLM-4.5-Air", 106, 13.4, 188416}, // 12B active without its 1.2B of embeddings
+		{"Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", 235, 22.2, 192512},
 	}
 	for _, tc := range cases {
 		m, err := c.Model(tc.model)
@@ -307,6 +317,8 @@ func TestQuantizedCheckpointNames(t *testing.T) {
 		{"Qwen/Qwen3-4B-AWQ", "Qwen/Qwen3-4B", W4A16},
 		{"Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-32B", FP8},
 		{"meta-llama/Llama-3.2-3B-Instruct-quantized.w8a8", "meta-llama/Llama-3.2-3B", INT8},
+		{"Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B", FP8},
+		{"zai-org/GLM-4.5-Air-FP8", "zai-org/GLM-4.5-Air", FP8},
 	} {
 		m, p, ok := c.QuantizedCheckpoint(tc.name)
 		if !ok || m != tc.model || p != tc.p {
