@@ -34,11 +34,14 @@ func TestDefaultCatalogLoads(t *testing.T) {
 	}
 }
 
+// TestCalibrationSystemNamesResolve: every GPU the measured data names
+// resolves (the GH200 is not in the shared reference table, so its facts,
+// the H100's compute at 4 TB/s and 96 GB of HBM3, are checked here).
 func TestCalibrationSystemNamesResolve(t *testing.T) {
 	c := MustDefault()
 	for alias, want := range map[string]string{"h100_sxm": "h100_sxm", "h200_sxm": "h200_sxm", "b200_sxm": "b200_sxm",
 		"b300_sxm": "b300_sxm", "gb200": "gb200", "gb300": "gb300", "H100 SXM 80GB": "h100_sxm",
-		"A100-80GB SXM": "a100_80gb", "NVIDIA H200": "h200_sxm", "RTX PRO 6000 Blackwell Server": "rtx_pro_6000"} {
+		"A100-80GB SXM": "a100_80gb", "NVIDIA H200": "h200_sxm", "RTX PRO 6000 Blackwell Server": "rtx_pro_6000", "GH200 480GB": "gh200"} {
 		g, err := c.GPU(alias)
 		if err != nil {
 			t.Errorf("%q: %v", alias, err)
@@ -47,6 +50,14 @@ func TestCalibrationSystemNamesResolve(t *testing.T) {
 		if g.Name != want {
 			t.Errorf("%q resolved to %s, want %s", alias, g.Name, want)
 		}
+	}
+	gh, err := c.GPU("GH200 480GB")
+	h100, err2 := c.GPU("h100_sxm")
+	if err != nil || err2 != nil {
+		t.Fatal(err, err2)
+	}
+	if gh.PeakTFLOPS(FP8) != h100.PeakTFLOPS(FP8) || gh.MemoryBandwidthGBps != 4000 || gh.MemoryGiB < 89 || gh.MemoryGiB > 96 || gh.GPUsPerNode != 1 {
+		t.Errorf("gh200 facts: %+v", gh)
 	}
 }
 
