@@ -201,12 +201,18 @@ func fitGEMMFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, requ
 			return nil, err
 		}
 		for _, b := range backends {
-			if _, err := perf.ParseBackend(b); err != nil {
+			be, err := perf.ParseBackend(b)
+			if err != nil {
 				continue // collectives only (nccl)
 			}
-			set, err := kernels.Load(g.kernelsDir, s, b)
+			// Through the library, so a second run reads the parsed
+			// tables from --kernels-cache.
+			set, err := g.kernels.Set(gpu.Name, be)
 			if err != nil {
 				return nil, err
+			}
+			if set == nil {
+				continue
 			}
 			for _, r := range kernels.GEMMRows(set, gpu) {
 				k := famPrec{gpu.Architecture, r.Precision}
@@ -242,11 +248,7 @@ func fitGEMMFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, requ
 		fp := params.Families[k.fam]
 		var cur *kernels.GEMMSummary
 		if fp != nil {
-			bw := fp.GEMMBandwidth
-			if v := fp.GEMMPrecisionBandwidth[k.prec]; v > 0 {
-				bw = v
-			}
-			cur = &kernels.GEMMSummary{Efficiency: fp.GEMM[k.prec], Bandwidth: bw, CallUs: fp.GEMMCallUs[k.prec]}
+			cur = &kernels.GEMMSummary{Efficiency: fp.GEMM[k.prec], Bandwidth: fp.GEMMBandwidthFor(k.prec), CallUs: fp.GEMMCallUs[k.prec]}
 		}
 		res, err := kernels.ValidateGEMM(k.fam, rows, cur)
 		if err != nil {
@@ -262,32 +264,25 @@ func fitGEMMFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, requ
 }
 
 // setGEMMSummary puts one precision's fitted summary in a family's
-// parameters; BF16's bandwidth is also the family's default.
+// parameters (a clone of the loaded ones); BF16's bandwidth is also the
+// family's default.
 func setGEMMSummary(fp *perf.FamilyParams, p catalog.Precision, s kernels.GEMMSummary) {
-	gemm := map[catalog.Precision]float64{}
-	for k, v := range fp.GEMM {
-		gemm[k] = v
-	}
 	// The model takes at most the spec sheet: a table faster than that
 	// (a catalog figure below the part's) prices at the sheet.
 	s.Efficiency, s.Bandwidth = min(1, s.Efficiency), min(1, s.Bandwidth)
-	gemm[p] = s.Efficiency
-	calls := map[catalog.Precision]float64{}
-	for k, v := range fp.GEMMCallUs {
-		calls[k] = v
+	if fp.GEMMCallUs == nil {
+		fp.GEMMCallUs = map[catalog.Precision]float64{}
 	}
-	calls[p] = s.CallUs
-	bws := map[catalog.Precision]float64{}
-	for k, v := range fp.GEMMPrecisionBandwidth {
-		bws[k] = v
+	if fp.GEMMPrecisionBandwidth == nil {
+		fp.GEMMPrecisionBandwidth = map[catalog.Precision]float64{}
 	}
+	fp.GEMM[p], fp.GEMMCallUs[p] = s.Efficiency, s.CallUs
 	if p == catalog.BF16 {
 		fp.GEMMBandwidth = s.Bandwidth
-		delete(bws, p)
+		delete(fp.GEMMPrecisionBandwidth, p)
 	} else {
-		bws[p] = s.Bandwidth
+		fp.GEMMPrecisionBandwidth[p] = s.Bandwidth
 	}
-	fp.GEMM, fp.GEMMCallUs, fp.GEMMPrecisionBandwidth = gemm, calls, bws
 }
 
 // moeGroups reads every catalog system's fused-MoE tables and groups them

@@ -36,6 +36,8 @@ type globals struct {
 	// loaded is the environment once read: a command's steps share it,
 	// so a model added from --model-config is seen by all of them.
 	loaded *estimate.Env
+	// kernels is --kernels' library (with its cache) once env has opened it.
+	kernels *kernels.Library
 }
 
 func (g *globals) format() (output.Format, error) { return output.ParseFormat(g.output) }
@@ -77,6 +79,7 @@ func (g *globals) env() (estimate.Env, error) {
 		}
 		lib.CacheDir = g.kernelsCache
 		params.Kernels = lib.Source()
+		g.kernels = lib
 	}
 	g.loaded = &estimate.Env{Catalog: cat, Params: params}
 	return *g.loaded, nil

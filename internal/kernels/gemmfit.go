@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // GEMMRow is one measured dense GEMM at a shape a model layer runs: m
@@ -29,17 +30,12 @@ type GEMMSummary struct {
 	CallUs     float64 `json:"call_us"`
 }
 
-// gemmRowsHalf matches perf's: the M at which a GEMM's tiles reach half
-// their large-shape efficiency.
-const gemmRowsHalf = 24
-
-// Seconds prices a row the way perf.Worker prices a dense GEMM.
+// Seconds prices a row the way perf.Worker prices a dense GEMM: its
+// roofline over the weights and the input and output activations, plus
+// one call.
 func (g GEMMSummary) Seconds(r GEMMRow) float64 {
-	tc := 2 * r.M * r.N * r.K / (r.Peak * g.Efficiency * r.M / (r.M + gemmRowsHalf))
-	tm := (r.N*r.K*r.Precision.Bytes() + 2*r.M*(r.K+r.N)) / (r.BW * g.Bandwidth)
-	a, b := max(tc, tm), min(tc, tm)
-	q := b / a
-	return a*math.Cbrt(1+q*q*q) + g.CallUs*1e-6
+	bytes := r.N*r.K*r.Precision.Bytes() + 2*r.M*(r.K+r.N)
+	return perf.GEMMRoofline(2*r.M*r.N*r.K, r.M, bytes, r.Peak*g.Efficiency, r.BW*g.Bandwidth) + g.CallUs*1e-6
 }
 
 // gemmPrecision maps a GEMM table's dtype to the compute precision it

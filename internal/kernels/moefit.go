@@ -84,7 +84,7 @@ func DenseGEMMKernel(f *perf.FamilyParams, computePrec catalog.Precision) perf.M
 	if eff == 0 {
 		eff = f.GEMM[catalog.BF16]
 	}
-	return perf.MoEKernel{Compute: eff, Bandwidth: f.GEMMBandwidth, RowsHalf: 24}
+	return perf.MoEKernel{Compute: eff, Bandwidth: f.GEMMBandwidthFor(computePrec), RowsHalf: perf.GEMMRowsHalf}
 }
 
 // MinMoERows is the fewest table rows a summary is fitted on: five numbers

@@ -56,6 +56,15 @@ type FamilyParams struct {
 	MoE map[Backend]map[catalog.Precision]*MoEKernel `json:"moe,omitempty"`
 }
 
+// GEMMBandwidthFor is the weight-streaming bandwidth fraction of GEMMs
+// computing at p: the precision's own where given, else the family's.
+func (f *FamilyParams) GEMMBandwidthFor(p catalog.Precision) float64 {
+	if v := f.GEMMPrecisionBandwidth[p]; v > 0 {
+		return v
+	}
+	return f.GEMMBandwidth
+}
+
 // BackendParams are a serving engine's scheduling defaults and overheads.
 type BackendParams struct {
 	// StepOverheadMs is the fixed CPU and launch cost of one engine iteration.

@@ -103,10 +103,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	w.gemmPeak = d.PeakTFLOPS(cfg.Weights) * 1e12 * eff
 	w.attnPeak = d.PeakTFLOPS(catalog.BF16) * 1e12 * w.fam.AttentionCompute
 	bw := d.BandwidthGBps() * 1e9
-	w.gemmBW = bw * w.fam.GEMMBandwidth
-	if v := w.fam.GEMMPrecisionBandwidth[cp]; v > 0 {
-		w.gemmBW = bw * v
-	}
+	w.gemmBW = bw * w.fam.GEMMBandwidthFor(cp)
 	w.gemmCall = w.fam.GEMMCallUs[cp] * 1e-6
 	w.attnBW = bw * w.fam.AttentionBandwidth
 	w.elemBW = bw * w.fam.ElementwiseBandwidth
@@ -319,14 +316,21 @@ func (w *Worker) gemm(tokens, params, rows float64) float64 {
 	return w.gemmWith(tokens, params, w.wBytes, rows)
 }
 
-// gemmRowsHalf is the M at which a GEMM reaches half its large-shape
+// GEMMRowsHalf is the M at which a GEMM reaches half its large-shape
 // efficiency: tiles of 64-128 rows are mostly idle below it.
-const gemmRowsHalf = 24
+const GEMMRowsHalf = 24
 
 func (w *Worker) gemmWith(tokens, params, wBytes, rows float64) float64 {
-	tc := 2 * tokens * params / (w.gemmPeak * rows / (rows + gemmRowsHalf))
-	tm := (params*wBytes + 2*tokens*w.hidden*2) / w.gemmBW
-	return smoothMax(tc, tm)
+	return GEMMRoofline(2*tokens*params, rows, params*wBytes+2*tokens*w.hidden*2, w.gemmPeak, w.gemmBW)
+}
+
+// GEMMRoofline is the time of a GEMM doing flops over rows rows of M and
+// moving bytes, at peak FLOP/s and bw bytes/s already scaled by their
+// efficiencies: the small-M tile loss and the smoothed roofline that the
+// model prices every dense GEMM with (and calibrate kernels fits against
+// the measured tables).
+func GEMMRoofline(flops, rows, bytes, peak, bw float64) float64 {
+	return smoothMax(flops/(peak*rows/(rows+GEMMRowsHalf)), bytes/bw)
 }
 
 // attention is the roofline time of prefill attention doing flops and
@@ -404,7 +408,7 @@ func (w *Worker) moeCompute(tokens float64, eager bool) float64 {
 	if rows < 1 {
 		rows = 1
 	}
-	tc := 2 * all * k * w.expertParams / (w.gemmPeak * rows / (rows + gemmRowsHalf))
+	tc := 2 * all * k * w.expertParams / (w.gemmPeak * rows / (rows + GEMMRowsHalf))
 	tm := active * w.expertParams * w.wBytes / w.gemmBW
 	return smoothMax(tc, tm)
 }
