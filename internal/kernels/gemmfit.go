@@ -167,17 +167,13 @@ func ValidateGEMM(family string, rows []GEMMRow, current *GEMMSummary) (GEMMResu
 	if len(rows) > 0 {
 		res.Precision = rows[0].Precision
 	}
-	sys := map[string]bool{}
 	for _, r := range rows {
 		if r.Precision != res.Precision {
 			return res, fmt.Errorf("%s: rows of %s and %s in one fit", family, res.Precision, r.Precision)
 		}
-		if !sys[r.System] {
-			sys[r.System] = true
-			res.Systems = append(res.Systems, r.System)
-		}
 	}
-	sort.Strings(res.Systems)
+	system := func(r GEMMRow) string { return r.System }
+	res.Systems = systemsOf(rows, system)
 	fit, held := holdGEMM(rows, 10)
 	g, err := FitGEMM(fit)
 	if err != nil {
@@ -188,23 +184,8 @@ func ValidateGEMM(family string, rows []GEMMRow, current *GEMMSummary) (GEMMResu
 		sc := ScoreGEMM(*current, held)
 		res.Embedded = &sc
 	}
-	if len(res.Systems) > 1 {
-		res.BySystem = map[string]Score{}
-		for _, s := range res.Systems {
-			var in, out []GEMMRow
-			for _, r := range rows {
-				if r.System == s {
-					out = append(out, r)
-				} else {
-					in = append(in, r)
-				}
-			}
-			gs, err := FitGEMM(in)
-			if err != nil {
-				return res, fmt.Errorf("%s/%s without %s: %w", family, res.Precision, s, err)
-			}
-			res.BySystem[s] = ScoreGEMM(gs, out)
-		}
+	if res.BySystem, err = scoreBySystem(res.Systems, rows, system, FitGEMM, ScoreGEMM); err != nil {
+		return res, fmt.Errorf("%s/%s %w", family, res.Precision, err)
 	}
 	if res.Summary, err = FitGEMM(rows); err != nil {
 		return res, err

@@ -27,16 +27,46 @@ type MoEGroup struct {
 
 // Systems lists the group's systems.
 func (g MoEGroup) Systems() []string {
+	return systemsOf(g.Rows, func(r MoERow) string { return r.System })
+}
+
+// systemsOf lists the systems rows were measured on, sorted.
+func systemsOf[R any](rows []R, system func(R) string) []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, r := range g.Rows {
-		if !seen[r.System] {
-			seen[r.System] = true
-			out = append(out, r.System)
+	for _, r := range rows {
+		if s := system(r); !seen[s] {
+			seen[s] = true
+			out = append(out, s)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// scoreBySystem predicts each system's rows by a fit on the other
+// systems' rows; nil for fewer than two systems.
+func scoreBySystem[R, K any](systems []string, rows []R, system func(R) string, fit func([]R) (K, error), score func(K, []R) Score) (map[string]Score, error) {
+	if len(systems) < 2 {
+		return nil, nil
+	}
+	by := map[string]Score{}
+	for _, s := range systems {
+		var in, out []R
+		for _, r := range rows {
+			if system(r) == s {
+				out = append(out, r)
+			} else {
+				in = append(in, r)
+			}
+		}
+		k, err := fit(in)
+		if err != nil {
+			return nil, fmt.Errorf("without %s: %w", s, err)
+		}
+		by[s] = score(k, out)
+	}
+	return by, nil
 }
 
 // Score is how a kernel model predicts a set of rows.
@@ -203,23 +233,8 @@ func ValidateMoE(g MoEGroup, fam *perf.FamilyParams, computePrec catalog.Precisi
 	if fam != nil {
 		res.Dense = ScoreMoE(DenseGEMMKernel(fam, computePrec), held)
 	}
-	if systems := res.Systems; len(systems) > 1 {
-		res.BySystem = map[string]Score{}
-		for _, s := range systems {
-			var in, out []MoERow
-			for _, r := range g.Rows {
-				if r.System == s {
-					out = append(out, r)
-				} else {
-					in = append(in, r)
-				}
-			}
-			ks, err := FitMoE(in)
-			if err != nil {
-				return res, fmt.Errorf("%s/%s/%s without %s: %w", g.Family, g.Backend, g.Precision, s, err)
-			}
-			res.BySystem[s] = ScoreMoE(ks, out)
-		}
+	if res.BySystem, err = scoreBySystem(res.Systems, g.Rows, func(r MoERow) string { return r.System }, FitMoE, ScoreMoE); err != nil {
+		return res, fmt.Errorf("%s/%s/%s %w", g.Family, g.Backend, g.Precision, err)
 	}
 	if res.Kernel, err = FitMoE(g.Rows); err != nil {
 		return res, err
