@@ -68,29 +68,35 @@ func (t gemmTable) Rows() [][]string {
 
 // kernelsReport is what calibrate kernels fitted.
 type kernelsReport struct {
-	GEMM []kernels.GEMMResult `json:"gemm,omitempty"`
-	MoE  []kernels.MoEResult  `json:"moe,omitempty"`
+	GEMM      []kernels.GEMMResult `json:"gemm,omitempty"`
+	Attention []kernels.AttnResult `json:"attention,omitempty"`
+	MoE       []kernels.MoEResult  `json:"moe,omitempty"`
 }
 
 func newCalibrateKernelsCmd(g *globals) *cobra.Command {
 	var out, only string
 	cmd := &cobra.Command{
 		Use:   "kernels",
-		Short: "Fit the embedded kernel summaries (dense GEMMs per architecture; fused MoE per architecture, backend and precision) to measured kernel tables",
-		Long: `Reads the GEMM tables (gemm_perf) and the fused-MoE tables (moe_perf) of a kernel tree and fits
-the numbers the performance model prices them with. Nothing here sees an end-to-end serving run.
+		Short: "Fit the embedded kernel summaries (dense GEMMs and attention per architecture; fused MoE per architecture, backend and precision) to measured kernel tables",
+		Long: `Reads the GEMM tables (gemm_perf), the attention tables (context_attention_perf,
+generation_attention_perf) and the fused-MoE tables (moe_perf) of a kernel tree and fits the
+numbers the performance model prices them with. Nothing here sees an end-to-end serving run.
 
 Dense GEMMs, per GPU architecture over every backend's tables, at model-layer sizes (n and k of at
 least 1024): the fraction of tensor peak per compute precision, the fraction of memory bandwidth
-weight streaming reaches, and the least time one GEMM call takes. Routed experts, per architecture,
+weight streaming reaches, and the least time one GEMM call takes. Attention, per architecture over
+every backend's full-attention tables: the fraction of BF16 peak prefill attention reaches, the
+fraction of bandwidth decode attention streams the KV cache at, and the least time of one prefill
+and one decode call (decode tables that stream faster than the GPU can, or slower than a quarter of
+it, are left out, as perf leaves them out when it prices from tables). Routed experts, per architecture,
 backend and weight precision: the fraction of tensor peak, the fraction of memory bandwidth, the
 rows per expert at half speed and a fixed cost per call.
 
 Each summary is validated twice: one table row in ten is held out and predicted by a fit on the
 rest (next to the same rows priced by the parameters in use), and for architectures measured on
 several systems each system is predicted by a fit on the others. With --out it writes the
-parameters (--params, or the embedded ones) with the summaries in; --only gemm or --only moe fits
-one kind.
+parameters (--params, or the embedded ones) with the summaries in; --only gemm, --only attention
+or --only moe fits one kind.
 
   gpuplane calibrate kernels --kernels ../shared/reference/kernels --only gemm
   gpuplane calibrate kernels --kernels ../shared/reference/kernels --out params.yaml`,
@@ -103,20 +109,25 @@ one kind.
 			if err != nil {
 				return err
 			}
-			if only != "" && only != "gemm" && only != "moe" {
-				return fmt.Errorf("--only: %q is not gemm or moe; leave it out to fit both", only)
+			if only != "" && only != "gemm" && only != "attention" && only != "moe" {
+				return fmt.Errorf("--only: %q is not gemm, attention or moe; leave it out to fit all three", only)
 			}
 			params := env.Params.Clone()
 			params.Kernels = nil
 			var rep kernelsReport
-			if only != "moe" {
+			if only == "" || only == "gemm" {
 				if rep.GEMM, err = fitGEMMFamilies(g, env.Catalog, params, only == "gemm"); err != nil {
+					return err
+				}
+			}
+			if only == "" || only == "attention" {
+				if rep.Attention, err = fitAttentionFamilies(g, env.Catalog, params, only == "attention"); err != nil {
 					return err
 				}
 			}
 			var groups []kernels.MoEGroup
 			var gpus map[string]*catalog.GPU
-			if only != "gemm" {
+			if only == "" || only == "moe" {
 				if groups, gpus, err = moeGroups(g.kernelsDir, env.Catalog); err != nil {
 					return err
 				}
@@ -158,22 +169,29 @@ one kind.
 			if f != output.Table {
 				return output.Write(g.stdout, f, rep)
 			}
+			var tables []output.Tabular
 			if rep.GEMM != nil {
-				if err := output.WriteTable(g.stdout, gemmTable{rep.GEMM}); err != nil {
-					return err
-				}
-				if rep.MoE != nil {
-					fmt.Fprintln(g.stdout)
-				}
+				tables = append(tables, gemmTable{rep.GEMM})
+			}
+			if rep.Attention != nil {
+				tables = append(tables, attnTable{rep.Attention})
 			}
 			if rep.MoE != nil {
-				return output.WriteTable(g.stdout, t)
+				tables = append(tables, t)
+			}
+			for i, tb := range tables {
+				if i > 0 {
+					fmt.Fprintln(g.stdout)
+				}
+				if err := output.WriteTable(g.stdout, tb); err != nil {
+					return err
+				}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the parameters with the fitted summaries to this file")
-	cmd.Flags().StringVar(&only, "only", "", "fit one kind of summary: gemm or moe (default: both)")
+	cmd.Flags().StringVar(&only, "only", "", "fit one kind of summary: gemm, attention or moe (default: all three)")
 	return cmd
 }
 
@@ -182,43 +200,19 @@ one kind.
 // efficiencies are per architecture), and sets them in params.
 // With required unset, a tree without GEMM tables is reported, not an error.
 func fitGEMMFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, required bool) ([]kernels.GEMMResult, error) {
-	systems, err := kernels.Systems(g.kernelsDir)
-	if err != nil {
-		return nil, err
-	}
 	type famPrec struct {
 		fam  string
 		prec catalog.Precision
 	}
 	groups := map[famPrec][]kernels.GEMMRow{}
-	for _, s := range systems {
-		gpu, err := cat.GPU(s)
-		if err != nil {
-			continue // a system outside the catalog: nothing to price with it
+	err := forEachKernelSet(g, cat, func(gpu *catalog.GPU, set *kernels.Set) {
+		for _, r := range kernels.GEMMRows(set, gpu) {
+			k := famPrec{gpu.Architecture, r.Precision}
+			groups[k] = append(groups[k], r)
 		}
-		backends, err := kernels.Backends(g.kernelsDir, s)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range backends {
-			be, err := perf.ParseBackend(b)
-			if err != nil {
-				continue // collectives only (nccl)
-			}
-			// Through the library, so a second run reads the parsed
-			// tables from --kernels-cache.
-			set, err := g.kernels.Set(gpu.Name, be)
-			if err != nil {
-				return nil, err
-			}
-			if set == nil {
-				continue
-			}
-			for _, r := range kernels.GEMMRows(set, gpu) {
-				k := famPrec{gpu.Architecture, r.Precision}
-				groups[k] = append(groups[k], r)
-			}
-		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	keys := make([]famPrec, 0, len(groups))
 	for k := range groups {
@@ -261,6 +255,40 @@ func fitGEMMFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, requ
 		setGEMMSummary(fp, k.prec, res.Summary)
 	}
 	return out, nil
+}
+
+// forEachKernelSet calls fn with every catalog system's table set under
+// every serving backend the tree has, read through the --kernels library
+// so that a second run reads the parsed tables from --kernels-cache.
+func forEachKernelSet(g *globals, cat *catalog.Catalog, fn func(*catalog.GPU, *kernels.Set)) error {
+	systems, err := kernels.Systems(g.kernelsDir)
+	if err != nil {
+		return err
+	}
+	for _, s := range systems {
+		gpu, err := cat.GPU(s)
+		if err != nil {
+			continue // a system outside the catalog: nothing to price with it
+		}
+		backends, err := kernels.Backends(g.kernelsDir, s)
+		if err != nil {
+			return err
+		}
+		for _, b := range backends {
+			be, err := perf.ParseBackend(b)
+			if err != nil {
+				continue // collectives only (nccl)
+			}
+			set, err := g.kernels.Set(gpu.Name, be)
+			if err != nil {
+				return err
+			}
+			if set != nil {
+				fn(gpu, set)
+			}
+		}
+	}
+	return nil
 }
 
 // setGEMMSummary puts one precision's fitted summary in a family's

@@ -229,11 +229,103 @@ func TestCalibrateKernelsFitsGEMMs(t *testing.T) {
 	if err != nil || !strings.Contains(table, "MAPE EMBEDDED BEFORE") || !strings.Contains(table, "MAPE AS DENSE GEMM") {
 		t.Errorf("both tables: %v\n%s", err, table)
 	}
-	if _, _, err := run(t, "calibrate", "kernels", "--kernels", dir, "--only", "attention"); err == nil || !strings.Contains(err.Error(), `--only: "attention" is not gemm or moe`) {
-		t.Errorf("--only attention: %v", err)
+	if _, _, err := run(t, "calibrate", "kernels", "--kernels", dir, "--only", "experts"); err == nil || !strings.Contains(err.Error(), `--only: "experts" is not gemm, attention or moe`) {
+		t.Errorf("--only experts: %v", err)
 	}
 	empty := kernelTree(t, perf.MoEKernel{Compute: 0.3, Bandwidth: 0.75, RowsHalf: 40, LaunchUs: 35, ParamsHalf: 8e6})
 	if _, _, err := run(t, "calibrate", "kernels", "--kernels", empty, "--only", "gemm"); err == nil || !strings.Contains(err.Error(), "no layer-sized gemm_perf rows") {
 		t.Errorf("--only gemm without GEMM tables: %v", err)
+	}
+}
+
+// writeAttentionTables prices prefill and decode attention on the H200 of a
+// kernel tree with a known summary.
+func writeAttentionTables(t *testing.T, dir string, truth kernels.AttnSummary) {
+	t.Helper()
+	h200, err := catalog.MustDefault().GPU("h200_sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"context_attention", "generation_attention"} {
+		f, err := os.Create(filepath.Join(dir, "h200_sxm", "vllm", "0.19.0", table+"_perf.csv.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zw := gzip.NewWriter(f)
+		fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim,beam_width,attn_dtype,kv_cache_dtype,step,window_size,latency")
+		decode := table == "generation_attention"
+		for _, heads := range [][2]float64{{8, 1}, {32, 8}, {64, 8}} {
+			for _, b := range []float64{1, 4, 16, 64, 256} {
+				for _, l := range []float64{64, 256, 1024, 4096, 16384} {
+					r := kernels.AttnRow{Decode: decode, Heads: heads[0], KVHeads: heads[1], HeadDim: 128, Batch: b, Len: l, KVBytes: 2,
+						Peak: h200.PeakTFLOPS(catalog.BF16) * 1e12, BW: h200.MemoryBandwidthGBps * 1e9}
+					isl, step := l, 0.0
+					if decode {
+						isl, step = 1, l-1
+					}
+					fmt.Fprintf(zw, "VLLM,0.19.0,NVIDIA H200,%s,vllm_flash_attn,%g,%g,%g,%g,128,1,bfloat16,bfloat16,%g,0,%g\n", table, b, isl, heads[0], heads[1], step, 1e3*truth.Seconds(r))
+				}
+			}
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCalibrateKernelsFitsAttention(t *testing.T) {
+	dir := kernelTree(t, perf.MoEKernel{Compute: 0.3, Bandwidth: 0.75, RowsHalf: 40, LaunchUs: 35, ParamsHalf: 8e6})
+	truth := kernels.AttnSummary{Compute: 0.55, PrefillBandwidth: 0.35, CallUs: 12, Bandwidth: 0.7, DecodeCallUs: 9, DecodeSeqUs: 0.06}
+	writeAttentionTables(t, dir, truth)
+	out := filepath.Join(t.TempDir(), "params.yaml")
+	stdout, stderr, err := run(t, "calibrate", "kernels", "--kernels", dir, "--only", "attention", "--out", out, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var rep struct {
+		GEMM      []json.RawMessage    `json:"gemm"`
+		Attention []kernels.AttnResult `json:"attention"`
+		MoE       []json.RawMessage    `json:"moe"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("%v in %s", err, stdout)
+	}
+	if len(rep.Attention) != 1 || len(rep.GEMM) != 0 || len(rep.MoE) != 0 {
+		t.Fatalf("want one hopper attention summary and nothing else, got %s", stdout)
+	}
+	r := rep.Attention[0]
+	if r.Family != "hopper" || r.Prefill != 75 || r.Decode != 75 || r.HeldOut.Prefill.MAPEPct > 2 || r.HeldOut.Decode.MAPEPct > 2 {
+		t.Errorf("%s: %d prefill and %d decode rows, held out %.1f%% / %.1f%%; want 75 of each within 2%%",
+			r.Family, r.Prefill, r.Decode, r.HeldOut.Prefill.MAPEPct, r.HeldOut.Decode.MAPEPct)
+	}
+	p, err := perf.LoadParams(out)
+	if err != nil {
+		t.Fatalf("written parameters do not load: %v", err)
+	}
+	h := p.Families[catalog.Hopper]
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"attentionCompute", h.AttentionCompute, truth.Compute}, {"attentionPrefillBandwidth", h.AttentionPrefillBandwidth, truth.PrefillBandwidth},
+		{"attentionCallUs", h.AttentionCallUs, truth.CallUs}, {"attentionBandwidth", h.AttentionBandwidth, truth.Bandwidth},
+		{"decodeAttentionCallUs", h.DecodeAttentionCallUs, truth.DecodeCallUs},
+	} {
+		if math.Abs(c.got/c.want-1) > 0.05 {
+			t.Errorf("written %s = %.3f, want %.3f", c.name, c.got, c.want)
+		}
+	}
+	if embedded := perf.MustDefaultParams().Families[catalog.Hopper]; h.GEMM[catalog.FP8] != embedded.GEMM[catalog.FP8] {
+		t.Errorf("--only attention moved the GEMM efficiency: %v, embedded %v", h.GEMM[catalog.FP8], embedded.GEMM[catalog.FP8])
+	}
+	table, _, err := run(t, "calibrate", "kernels", "--kernels", dir, "--only", "attention")
+	if err != nil || !strings.Contains(table, "prefill") || !strings.Contains(table, "decode") || !strings.Contains(table, "SEQ US") {
+		t.Errorf("attention table: %v\n%s", err, table)
+	}
+	if _, _, err := run(t, "calibrate", "kernels", "--kernels", kernelTree(t, perf.MoEKernel{Compute: 0.3, Bandwidth: 0.75, RowsHalf: 40, LaunchUs: 35, ParamsHalf: 8e6}), "--only", "attention"); err == nil || !strings.Contains(err.Error(), "no full-attention") {
+		t.Errorf("--only attention without attention tables: %v", err)
 	}
 }

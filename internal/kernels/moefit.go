@@ -46,11 +46,11 @@ func systemsOf[R any](rows []R, system func(R) string) []string {
 
 // scoreBySystem predicts each system's rows by a fit on the other
 // systems' rows; nil for fewer than two systems.
-func scoreBySystem[R, K any](systems []string, rows []R, system func(R) string, fit func([]R) (K, error), score func(K, []R) Score) (map[string]Score, error) {
+func scoreBySystem[R, K, S any](systems []string, rows []R, system func(R) string, fit func([]R) (K, error), score func(K, []R) S) (map[string]S, error) {
 	if len(systems) < 2 {
 		return nil, nil
 	}
-	by := map[string]Score{}
+	by := map[string]S{}
 	for _, s := range systems {
 		var in, out []R
 		for _, r := range rows {

@@ -39,7 +39,7 @@ type opModel struct {
 	// Decode attention per full-attention layer: gamma per call, alpha per
 	// sequence, beta per cached token (fitted to the table at set-up, so the
 	// step time stays affine in the decode context). tableDecode is false
-	// where the table fails the bandwidth cross-check (decodePlausible) and
+	// where the table fails the bandwidth cross-check (DecodePlausible) and
 	// decode attention stays on the roofline.
 	gamma, alpha, beta float64
 	tableDecode        bool
@@ -102,7 +102,7 @@ func newOpModel(w *Worker, p *Params) (*opModel, error) {
 	if _, ok := o.ctxAttention(1024, 1); !ok {
 		return nil, nil
 	}
-	o.tableDecode = o.fitDecode() && decodePlausible(o.beta, w.kvElemsGPU*cfg.KV.Bytes(), d.BandwidthGBps()*1e9)
+	o.tableDecode = o.fitDecode() && DecodePlausible(o.beta, w.kvElemsGPU*cfg.KV.Bytes(), d.BandwidthGBps()*1e9)
 	return o, nil
 }
 
@@ -119,7 +119,9 @@ const (
 	decodeSlowest = 0.25
 )
 
-func decodePlausible(secsPerToken, bytesPerToken, bw float64) bool {
+// DecodePlausible says whether decode attention taking secsPerToken per
+// cached token of bytesPerToken streams within the bounds above of bw.
+func DecodePlausible(secsPerToken, bytesPerToken, bw float64) bool {
 	if !(secsPerToken > 0) || !(bw > 0) {
 		return false
 	}
@@ -232,11 +234,15 @@ func (o *opModel) stepTime(w *Worker, b Batch) float64 {
 					(b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes())
 			}
 		} else {
-			t += layers * w.prefillAttention(b)
+			t += layers * (w.prefillAttention(b) + w.attnLayerFrac()*w.attnCall)
 		}
 	}
-	if b.DecodeSeqs > 0 && o.tableDecode {
-		t += full * (o.gamma + o.alpha*float64(b.DecodeSeqs))
+	if b.DecodeSeqs > 0 {
+		if o.tableDecode {
+			t += full * (o.gamma + o.alpha*float64(b.DecodeSeqs))
+		} else {
+			t += layers * w.attnLayerFrac() * w.decodeAttnCall
+		}
 	}
 	if b.Sampled > 0 {
 		s := float64(b.Sampled)

@@ -49,6 +49,22 @@ type FamilyParams struct {
 	AttentionCompute float64 `json:"attentionCompute"`
 	// AttentionBandwidth is the fraction of memory bandwidth decode attention reaches reading the KV cache.
 	AttentionBandwidth float64 `json:"attentionBandwidth"`
+	// AttentionCallUs and DecodeAttentionCallUs are the least time one
+	// prefill or decode attention call takes (a layer pays each in an
+	// iteration that has prompt tokens or decoding sequences). Fitted to the
+	// measured attention tables with the two efficiencies (gpuplane calibrate
+	// kernels); absent, step overheads carry them.
+	AttentionCallUs       float64 `json:"attentionCallUs,omitempty"`
+	DecodeAttentionCallUs float64 `json:"decodeAttentionCallUs,omitempty"`
+	// AttentionPrefillBandwidth, where given, is the fraction of bandwidth
+	// prefill attention moves its queries, outputs and cache at; the
+	// prefill roofline then counts the query and output traffic, which
+	// bounds short prompts. Absent, prefill counts the cache at
+	// AttentionBandwidth.
+	AttentionPrefillBandwidth float64 `json:"attentionPrefillBandwidth,omitempty"`
+	// DecodeAttentionSeqUs is decode attention's cost per sequence in each
+	// attention layer (its own blocks and reductions), beyond streaming the cache.
+	DecodeAttentionSeqUs float64 `json:"decodeAttentionSeqUs,omitempty"`
 	// ElementwiseBandwidth is the fraction of bandwidth norms, activations and rotary embeddings reach.
 	ElementwiseBandwidth float64 `json:"elementwiseBandwidth"`
 	// MoE holds the fused-MoE kernels fitted to measured kernel tables, per
@@ -213,6 +229,14 @@ func (p *Params) Validate() error {
 			"attentionBandwidth": f.AttentionBandwidth, "elementwiseBandwidth": f.ElementwiseBandwidth} {
 			if !(v > 0 && v <= 1) {
 				return fmt.Errorf("families.%s.%s: %g must be in (0, 1]", fam, name, v)
+			}
+		}
+		if v := f.AttentionPrefillBandwidth; !(v >= 0 && v <= 1) {
+			return fmt.Errorf("families.%s.attentionPrefillBandwidth: %g must be in (0, 1], or absent", fam, v)
+		}
+		for name, v := range map[string]float64{"attentionCallUs": f.AttentionCallUs, "decodeAttentionCallUs": f.DecodeAttentionCallUs, "decodeAttentionSeqUs": f.DecodeAttentionSeqUs} {
+			if !(v >= 0 && v <= 1000) {
+				return fmt.Errorf("families.%s.%s: %g must be in [0, 1000] microseconds", fam, name, v)
 			}
 		}
 		for k, v := range f.GEMMCallUs {

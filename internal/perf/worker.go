@@ -44,6 +44,11 @@ type Worker struct {
 	attnPeak       float64 // FLOP/s achieved by prefill attention
 	gemmBW         float64 // bytes/s for weight streaming
 	attnBW         float64 // bytes/s for KV reads
+	attnCall       float64 // seconds: least time of one prefill attention call
+	attnPrefillBW  float64 // bytes/s prefill attention moves queries, outputs and cache at (0: attnBW, cache only)
+	qoBytesToken   float64 // bytes of queries and outputs per prompt token and layer
+	decodeAttnSeq  float64 // seconds per decoding sequence in decode attention's own work (roofline only; a table times it)
+	decodeAttnCall float64 // seconds: least time of one decode attention call
 	elemBW         float64
 
 	denseParams    float64 // per layer per GPU: attention + dense MLP (averaged) + shared experts
@@ -106,6 +111,8 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	w.gemmBW = bw * w.fam.GEMMBandwidthFor(cp)
 	w.gemmCall = w.fam.GEMMCallUs[cp] * 1e-6
 	w.attnBW = bw * w.fam.AttentionBandwidth
+	w.attnCall, w.decodeAttnCall = w.fam.AttentionCallUs*1e-6, w.fam.DecodeAttentionCallUs*1e-6
+	w.attnPrefillBW = bw * w.fam.AttentionPrefillBandwidth
 	w.elemBW = bw * w.fam.ElementwiseBandwidth
 	w.hidden = float64(m.HiddenSize)
 
@@ -152,8 +159,11 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	w.lmHeadParams = float64(m.VocabSize) * w.hidden / w.tp
 
 	headsGPU := float64(m.AttentionHeads) / w.tp
+	// Queries in and outputs out, 16-bit, per prompt token and layer.
+	w.qoBytesToken = headsGPU * 2 * float64(m.HeadDim) * 2
 	if m.MLA != nil {
 		a := m.MLA
+		w.qoBytesToken = headsGPU * float64(a.QKNopeHeadDim+a.QKRopeHeadDim+a.VHeadDim) * 2
 		w.attnFlopsPair = 2 * headsGPU * float64(a.QKNopeHeadDim+a.QKRopeHeadDim+a.VHeadDim)
 		// The latent cache is shared by all heads, so every rank holds all of it.
 		w.kvElemsGPU = float64(a.KVLoraRank + a.QKRopeHeadDim)
@@ -186,7 +196,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	if m.MLA != nil {
 		perCtxFlops = 2 * headsGPU * float64(2*m.MLA.KVLoraRank+m.MLA.QKRopeHeadDim)
 	}
-	perCtx := math.Max(perCtxBytes/w.attnBW, perCtxFlops/w.attnPeak)
+	perCtx := DecodeAttentionPerToken(perCtxBytes, perCtxFlops, w.attnPeak, w.attnBW)
 	w.decodeCtxCost = float64(m.FullAttentionLayers()) * perCtx / w.pp
 	if sp := m.Sparse; sp != nil {
 		// Decode: the indexer scores every cached token, attention reads
@@ -202,6 +212,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		w.decodeSeqCost += full * w.sparseK * perCtx
 	}
 	w.decodeSeqCost += float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
+	w.decodeAttnSeq = float64(m.FullAttentionLayers()+m.SlidingWindowLayers) * w.fam.DecodeAttentionSeqUs * 1e-6 / w.pp
 
 	w.linkBW = d.GPU.ScaleUpGBps() * 1e9 * p.Comm.AllReduceBusEfficiency
 	w.netBW, w.netLatency = p.Comm.NetworkGBps*1e9, p.Comm.NetworkLatencyUs*1e-6
@@ -286,6 +297,9 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 	}
 	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
 	t += w.decodeSeqCost*float64(b.DecodeSeqs) + w.linTokCost*float64(b.PrefillTokens)
+	if w.ops == nil || !w.ops.tableDecode {
+		t += w.decodeAttnSeq * float64(b.DecodeSeqs)
+	}
 	return t
 }
 
@@ -298,7 +312,10 @@ func (w *Worker) rooflineStep(b Batch, tokens float64) float64 {
 	layer += w.elementwise(tokens)
 	layer += w.allReduce(tokens)
 	if b.PrefillTokens > 0 {
-		layer += w.prefillAttention(b)
+		layer += w.prefillAttention(b) + w.attnLayerFrac()*w.attnCall
+	}
+	if b.DecodeSeqs > 0 {
+		layer += w.attnLayerFrac() * w.decodeAttnCall
 	}
 	t := w.pp * w.layersPerStage * layer
 	if b.Sampled > 0 {
@@ -336,7 +353,21 @@ func GEMMRoofline(flops, rows, bytes, peak, bw float64) float64 {
 // attention is the roofline time of prefill attention doing flops and
 // reading bytes.
 func (w *Worker) attention(flops, bytes float64) float64 {
-	return smoothMax(flops/w.attnPeak, bytes/w.attnBW)
+	return AttentionRoofline(flops, bytes, w.attnPeak, w.attnBW)
+}
+
+// AttentionRoofline is the smoothed roofline prefill attention is priced
+// with, at peak FLOP/s and bw bytes/s already scaled by their efficiencies
+// (calibrate kernels fits the same form to the measured tables).
+func AttentionRoofline(flops, bytes, peak, bw float64) float64 {
+	return smoothMax(flops/peak, bytes/bw)
+}
+
+// DecodeAttentionPerToken is decode attention's time per cached token of
+// one layer: the slower of streaming kvBytes and doing flops, at rates
+// already scaled by their efficiencies.
+func DecodeAttentionPerToken(kvBytes, flops, peak, bw float64) float64 {
+	return math.Max(kvBytes/bw, flops/peak)
 }
 
 // elementwise is one layer's norms, activations and rotary embeddings.
@@ -413,13 +444,22 @@ func (w *Worker) moeCompute(tokens float64, eager bool) float64 {
 	return smoothMax(tc, tm)
 }
 
+// attnLayerFrac is the share of layers that run softmax attention (full or
+// sliding window; linear-attention layers have none).
+func (w *Worker) attnLayerFrac() float64 { return w.fullLayerFrac + w.slideLayerFrac }
+
 func (w *Worker) prefillAttention(b Batch) float64 {
 	flops := w.attnFlopsPair * (w.fullLayerFrac*b.PrefillPairs + w.slideLayerFrac*b.PrefillSlidingPairs)
 	if w.sparseK > 0 {
 		// Sparse: attention over the top-k window, the indexer over all pairs.
 		flops = w.fullLayerFrac * (w.attnFlopsPair*b.PrefillSlidingPairs + w.idxFlopsPair*b.PrefillPairs)
 	}
-	return w.attention(flops/w.pp, (b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes()/w.pp)
+	bytes := (b.PrefillCtx + float64(b.PrefillTokens)) * w.kvElemsGPU * w.cfg.KV.Bytes()
+	if w.attnPrefillBW > 0 {
+		bytes += float64(b.PrefillTokens) * w.qoBytesToken
+		return AttentionRoofline(flops/w.pp, bytes/w.pp, w.attnPeak, w.attnPrefillBW)
+	}
+	return w.attention(flops/w.pp, bytes/w.pp)
 }
 
 // allReduce is the tensor-parallel communication of one layer: two ring
