@@ -7,11 +7,13 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 )
 
-// The attention terms fitted to the kernel tables: absent they change
-// nothing, and each prices what its name says.
+// The attention terms fitted to the kernel tables each price what their
+// names say, from a base without them.
 func TestAttentionTableTerms(t *testing.T) {
 	const model, gpu = "Qwen/Qwen3-32B", "h100_sxm"
 	base := MustDefaultParams().Clone()
+	h := base.Families[catalog.Hopper]
+	h.AttentionCallUs, h.DecodeAttentionCallUs, h.DecodeAttentionSeqUs, h.AttentionPrefillBandwidth = 0, 0, 0, 0
 	cfg := Config{Backend: VLLM, Weights: catalog.FP8, TP: 1}
 	w0 := catalogWorker(t, model, gpu, "", cfg, base)
 	layers := float64(w0.cfg.Model.Layers)

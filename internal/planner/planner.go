@@ -172,11 +172,14 @@ func (p *Planner) Tick(o Observation) Decision {
 		wantD = cur.Decode + 1
 		why = append(why, fmt.Sprintf("KV cache %.0f%% > %.0f%%", o.KVUse*100, c.KVHigh*100))
 	}
-	p.history = append(p.history, Decision{Time: o.Time, Prefill: wantP, Decode: wantD})
+	// The band's need is a target of the window too: a quiet interval
+	// near a replica boundary must not give back what the next noisy one
+	// takes again.
+	backP, backD := p.needBack(lead)
+	p.history = append(p.history, Decision{Time: o.Time, Prefill: max(wantP, backP), Decode: max(wantD, backD)})
 	for len(p.history) > 0 && p.history[0].Time <= o.Time-c.Stabilization {
 		p.history = p.history[1:]
 	}
-	backP, backD := p.needBack(lead)
 	d.Prefill = p.settle("prefill", cur.Prefill, wantP, backP, o, queuePer < c.QueueLow, func(x Decision) int { return x.Prefill }, &why)
 	d.Decode = p.settle("decode", cur.Decode, wantD, backD, o, o.KVUse < c.KVLow, func(x Decision) int { return x.Decode }, &why)
 	d.Prefill, d.Decode = p.limit(d.Prefill, d.Decode, &why)
@@ -270,7 +273,7 @@ func (p *Planner) settle(name string, cur, want, back int, o Observation, calm b
 		}
 		return want
 	}
-	// Down: the largest target of the stabilisation window, only when calm and cooled down.
+	// Down: the largest target (point or band) of the stabilisation window, only when calm and cooled down.
 	stable := want
 	for _, h := range p.history {
 		stable = max(stable, get(h))
