@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -145,34 +146,25 @@ func TestCalibrateKernelsErrors(t *testing.T) {
 // the fit must leave out.
 func writeGEMMTable(t *testing.T, dir string, truth map[string]kernels.GEMMSummary) {
 	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "h200_sxm", "vllm", "0.19.0", "gemm_perf.csv.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := gzip.NewWriter(f)
-	fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency")
 	h200, err := catalog.MustDefault().GPU("h200_sxm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for dtype, s := range truth {
-		p := catalog.BF16
-		if dtype != "bfloat16" {
-			p = catalog.FP8
-		}
-		for _, m := range []float64{1, 4, 16, 64, 256, 1024, 4096, 16384} {
-			for _, nk := range [][2]float64{{1024, 4096}, {5120, 5120}, {4096, 14336}, {28672, 4096}, {8192, 1024}, {512, 512}} {
-				r := kernels.GEMMRow{Precision: p, M: m, N: nk[0], K: nk[1], Peak: h200.PeakTFLOPS(p) * 1e12, BW: h200.MemoryBandwidthGBps * 1e9}
-				fmt.Fprintf(zw, "VLLM,0.19.0,H200,gemm,vllm_default,%s,%g,%g,%g,%g\n", dtype, m, nk[0], nk[1], 1e3*s.Seconds(r))
+	writeGzip(t, filepath.Join(dir, "h200_sxm", "vllm", "0.19.0", "gemm_perf.csv.gz"), func(zw io.Writer) {
+		fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,gemm_dtype,m,n,k,latency")
+		for dtype, s := range truth {
+			p := catalog.BF16
+			if dtype != "bfloat16" {
+				p = catalog.FP8
+			}
+			for _, m := range []float64{1, 4, 16, 64, 256, 1024, 4096, 16384} {
+				for _, nk := range [][2]float64{{1024, 4096}, {5120, 5120}, {4096, 14336}, {28672, 4096}, {8192, 1024}, {512, 512}} {
+					r := kernels.GEMMRow{Precision: p, M: m, N: nk[0], K: nk[1], Peak: h200.PeakTFLOPS(p) * 1e12, BW: h200.MemoryBandwidthGBps * 1e9}
+					fmt.Fprintf(zw, "VLLM,0.19.0,H200,gemm,vllm_default,%s,%g,%g,%g,%g\n", dtype, m, nk[0], nk[1], 1e3*s.Seconds(r))
+				}
 			}
 		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
 
 func TestCalibrateKernelsFitsGEMMs(t *testing.T) {
@@ -247,32 +239,40 @@ func writeAttentionTables(t *testing.T, dir string, truth kernels.AttnSummary) {
 		t.Fatal(err)
 	}
 	for _, table := range []string{"context_attention", "generation_attention"} {
-		f, err := os.Create(filepath.Join(dir, "h200_sxm", "vllm", "0.19.0", table+"_perf.csv.gz"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		zw := gzip.NewWriter(f)
-		fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim,beam_width,attn_dtype,kv_cache_dtype,step,window_size,latency")
-		decode := table == "generation_attention"
-		for _, heads := range [][2]float64{{8, 1}, {32, 8}, {64, 8}} {
-			for _, b := range []float64{1, 4, 16, 64, 256} {
-				for _, l := range []float64{64, 256, 1024, 4096, 16384} {
-					r := kernels.AttnRow{Decode: decode, Heads: heads[0], KVHeads: heads[1], HeadDim: 128, Batch: b, Len: l, KVBytes: 2,
-						Peak: h200.PeakTFLOPS(catalog.BF16) * 1e12, BW: h200.MemoryBandwidthGBps * 1e9}
-					isl, step := l, 0.0
-					if decode {
-						isl, step = 1, l-1
+		writeGzip(t, filepath.Join(dir, "h200_sxm", "vllm", "0.19.0", table+"_perf.csv.gz"), func(zw io.Writer) {
+			fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,batch_size,isl,num_heads,num_key_value_heads,head_dim,beam_width,attn_dtype,kv_cache_dtype,step,window_size,latency")
+			decode := table == "generation_attention"
+			for _, heads := range [][2]float64{{8, 1}, {32, 8}, {64, 8}} {
+				for _, b := range []float64{1, 4, 16, 64, 256} {
+					for _, l := range []float64{64, 256, 1024, 4096, 16384} {
+						r := kernels.AttnRow{Decode: decode, Heads: heads[0], KVHeads: heads[1], HeadDim: 128, Batch: b, Len: l, KVBytes: 2,
+							Peak: h200.PeakTFLOPS(catalog.BF16) * 1e12, BW: h200.MemoryBandwidthGBps * 1e9}
+						isl, step := l, 0.0
+						if decode {
+							isl, step = 1, l-1
+						}
+						fmt.Fprintf(zw, "VLLM,0.19.0,NVIDIA H200,%s,vllm_flash_attn,%g,%g,%g,%g,128,1,bfloat16,bfloat16,%g,0,%g\n", table, b, isl, heads[0], heads[1], step, 1e3*truth.Seconds(r))
 					}
-					fmt.Fprintf(zw, "VLLM,0.19.0,NVIDIA H200,%s,vllm_flash_attn,%g,%g,%g,%g,128,1,bfloat16,bfloat16,%g,0,%g\n", table, b, isl, heads[0], heads[1], step, 1e3*truth.Seconds(r))
 				}
 			}
-		}
-		if err := zw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
+		})
+	}
+}
+
+// writeGzip writes a gzip file of what fill prints.
+func writeGzip(t *testing.T, path string, fill func(io.Writer)) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	fill(zw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
