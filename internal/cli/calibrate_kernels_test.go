@@ -29,27 +29,18 @@ func kernelTree(t *testing.T, truth perf.MoEKernel) string {
 	if err := os.WriteFile(filepath.Join(sys, "system.yaml"), []byte("gpu:\n  mem_bw: 4800000000000\n  bfloat16_tc_flops: 989000000000000\n  fp8_tc_flops: 1978000000000000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(filepath.Join(vdir, "moe_perf.csv.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := gzip.NewWriter(f)
-	fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency")
-	for _, n := range []float64{1, 4, 16, 64, 256, 1024, 4096, 16384} {
-		for _, tp := range []float64{1, 2, 4, 8} {
-			for _, e := range [][2]float64{{2048, 768}, {4096, 1536}} {
-				s := perf.MoEShape{Tokens: n, TopK: 8, Experts: 128, ExpertParams: 3 * e[0] * e[1] / tp, WeightBytes: catalog.FP8.Bytes(), Eager: true}
-				ms := 1e3 * truth.Seconds(s, 1978e12, 4.8e12)
-				fmt.Fprintf(zw, "VLLM,0.19.0,H200,moe,vllm_fused_moe,fp8_block,%g,%g,%g,8,128,%g,1,balanced,%g\n", n, e[0], e[1], tp, ms)
+	writeGzip(t, filepath.Join(vdir, "moe_perf.csv.gz"), func(zw io.Writer) {
+		fmt.Fprintln(zw, "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,moe_tp_size,moe_ep_size,distribution,latency")
+		for _, n := range []float64{1, 4, 16, 64, 256, 1024, 4096, 16384} {
+			for _, tp := range []float64{1, 2, 4, 8} {
+				for _, e := range [][2]float64{{2048, 768}, {4096, 1536}} {
+					s := perf.MoEShape{Tokens: n, TopK: 8, Experts: 128, ExpertParams: 3 * e[0] * e[1] / tp, WeightBytes: catalog.FP8.Bytes(), Eager: true}
+					ms := 1e3 * truth.Seconds(s, 1978e12, 4.8e12)
+					fmt.Fprintf(zw, "VLLM,0.19.0,H200,moe,vllm_fused_moe,fp8_block,%g,%g,%g,8,128,%g,1,balanced,%g\n", n, e[0], e[1], tp, ms)
+				}
 			}
 		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return dir
 }
 

@@ -185,7 +185,7 @@ func FitAttention(rows []AttnRow) (AttnSummary, error) {
 	if len(prefill) < 16 || len(decode) < 16 {
 		return AttnSummary{}, fmt.Errorf("attention fit: %d prefill and %d decode rows; need at least 16 of each", len(prefill), len(decode))
 	}
-	prefill, decode = thin(prefill, maxGEMMFitRows), thin(decode, maxGEMMFitRows)
+	prefill, decode = thin(prefill, maxFitRows), thin(decode, maxFitRows)
 	msle := func(a AttnSummary, rows []AttnRow) float64 {
 		var s float64
 		for _, r := range rows {

@@ -80,9 +80,9 @@ func GEMMRows(s *Set, gpu *catalog.GPU) []GEMMRow {
 // MinGEMMRows is the fewest rows a precision's summary is fitted on.
 const MinGEMMRows = 40
 
-// maxGEMMFitRows bounds a fit: a deterministic thinning keeps every shape
-// class and keeps the fit to seconds.
-const maxGEMMFitRows = 20000
+// maxFitRows bounds a summary fit: a deterministic thinning (thin) keeps
+// every shape class and keeps the fit to seconds.
+const maxFitRows = 20000
 
 // FitGEMM fits one precision's summary (rows of one compute precision) by
 // Nelder-Mead on the mean squared log error in log-parameter space.
@@ -90,14 +90,7 @@ func FitGEMM(rows []GEMMRow) (GEMMSummary, error) {
 	if len(rows) < 16 {
 		return GEMMSummary{}, fmt.Errorf("gemm fit: %d rows; need at least 16", len(rows))
 	}
-	if n := len(rows); n > maxGEMMFitRows {
-		step := float64(n) / maxGEMMFitRows
-		thin := make([]GEMMRow, 0, maxGEMMFitRows)
-		for i := 0.0; int(i) < n; i += step {
-			thin = append(thin, rows[int(i)])
-		}
-		rows = thin
-	}
+	rows = thin(rows, maxFitRows)
 	unpack := func(x []float64) GEMMSummary {
 		// Bounds above one leave the optimiser a slope to come back down
 		// (a flat cap stalls the simplex); perf takes at most one.
