@@ -49,7 +49,15 @@ func TestConfigureEmitDeploys(t *testing.T) {
 	}
 	releaseDevices(t, ns)
 
-	want := 0
+	// The search may pick any mix of parallelism, so count what the claims
+	// ask for: replicas times the devices of each template a pod references.
+	want, gpus := 0, 0
+	perClaim := map[string]int{}
+	type podsOf struct {
+		replicas  int
+		templates []string
+	}
+	var workers []podsOf
 	decode := scheme.Codecs.UniversalDeserializer()
 	for _, doc := range strings.Split(out.String(), "\n---\n") {
 		obj, _, err := decode.Decode([]byte(doc), nil, nil)
@@ -58,10 +66,23 @@ func TestConfigureEmitDeploys(t *testing.T) {
 		}
 		switch o := obj.(type) {
 		case *resourcev1.ResourceClaimTemplate:
+			for _, r := range o.Spec.Spec.Devices.Requests {
+				if r.Exactly != nil {
+					perClaim[o.Name] += int(r.Exactly.Count)
+				}
+			}
 			_, err = cs.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *appsv1.Deployment:
 			if len(o.Spec.Template.Spec.ResourceClaims) > 0 { // the router claims no GPU
-				want += int(*o.Spec.Replicas)
+				w := podsOf{replicas: int(*o.Spec.Replicas)}
+				for _, c := range o.Spec.Template.Spec.ResourceClaims {
+					if c.ResourceClaimTemplateName == nil {
+						t.Fatalf("deployment %s: claim %s names no template", o.Name, c.Name)
+					}
+					w.templates = append(w.templates, *c.ResourceClaimTemplateName)
+				}
+				workers = append(workers, w)
+				want += w.replicas
 			}
 			_, err = cs.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *corev1.ServiceAccount:
@@ -81,8 +102,17 @@ func TestConfigureEmitDeploys(t *testing.T) {
 			t.Fatalf("the API server refused an emitted object: %v\n%s", err, doc)
 		}
 	}
-	if want != 8 {
-		t.Fatalf("the reference search should fill the 8 GPUs, the manifests ask for %d pods", want)
+	for _, w := range workers {
+		for _, name := range w.templates {
+			n, ok := perClaim[name]
+			if !ok || n < 1 {
+				t.Fatalf("a deployment references claim template %q, which was not emitted or asks for no device", name)
+			}
+			gpus += w.replicas * n
+		}
+	}
+	if gpus != 8 {
+		t.Fatalf("the reference search should fill the 8 GPUs, the manifests ask for %d over %d pods", gpus, want)
 	}
 	running := waitPods(ctx, t, ns, "app.kubernetes.io/name=ref,gpuplane.io/role!=frontend", want, 0)
 
@@ -104,8 +134,8 @@ func TestConfigureEmitDeploys(t *testing.T) {
 			seen[r.Device] = true
 		}
 	}
-	if len(seen) != 8 || len(running) != 8 {
-		t.Errorf("%d devices allocated to %d running pods, want 8 and 8", len(seen), len(running))
+	if len(seen) != gpus || len(running) != want {
+		t.Errorf("%d devices allocated to %d running pods, want %d and %d", len(seen), len(running), gpus, want)
 	}
 
 	// One more decode replica than the node holds stays Pending on its claim.
