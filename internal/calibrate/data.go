@@ -48,6 +48,8 @@ type Skipped struct {
 	Line   int
 	ID     string
 	Reason string
+	// Of is the row used instead, for a row that repeats a measurement.
+	Of string
 }
 
 type csvTable struct {
@@ -138,8 +140,13 @@ func readSilicon(path string) (*csvTable, error) {
 func siliconCases(t *csvTable, resolve func(model string) (dense bool, ok bool)) ([]Case, []Skipped, error) {
 	var cases []Case
 	var skipped []Skipped
+	reps := repeats(t)
 	for i, row := range t.rows {
 		line := i + 2
+		if s, ok := reps[i]; ok {
+			skipped = append(skipped, s)
+			continue
+		}
 		c, reason, err := siliconCase(t, row, resolve)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s line %d: %w", t.path, line, err)
@@ -257,16 +264,16 @@ func LoadMaxThroughput(path string, resolve func(model string) (bool, bool), kno
 			Campaign: "trtllm-max-throughput"}
 		c.ID = fmt.Sprintf("%s line %d", path, line)
 		if t.get(row, "metric") != "output_throughput_total" {
-			skipped = append(skipped, Skipped{line, c.ID, "metric is not output_throughput_total"})
+			skipped = append(skipped, Skipped{Line: line, ID: c.ID, Reason: "metric is not output_throughput_total"})
 			continue
 		}
 		dense, ok := resolve(c.Model)
 		if !ok {
-			skipped = append(skipped, Skipped{line, c.ID, "model not in catalog"})
+			skipped = append(skipped, Skipped{Line: line, ID: c.ID, Reason: "model not in catalog"})
 			continue
 		}
 		if !knownGPU(c.System) {
-			skipped = append(skipped, Skipped{line, c.ID, "GPU not in catalog"})
+			skipped = append(skipped, Skipped{Line: line, ID: c.ID, Reason: "GPU not in catalog"})
 			continue
 		}
 		c.Dense = dense

@@ -46,8 +46,9 @@ func LoadGridRows(path string) ([]GridRow, error) {
 func gridRows(t *csvTable) ([]GridRow, error) {
 	var err error
 	var out []GridRow
+	reps := repeats(t)
 	for i, row := range t.rows {
-		if t.get(row, "mode") != "agg" {
+		if _, repeat := reps[i]; repeat || t.get(row, "mode") != "agg" {
 			continue
 		}
 		prec := t.get(row, "precision")

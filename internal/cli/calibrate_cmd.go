@@ -22,6 +22,8 @@ type calibrationReport struct {
 	Evaluations int     `json:"evaluations,omitempty"`
 	Seconds     float64 `json:"seconds"`
 	ParamsFile  string  `json:"params_file,omitempty"`
+	// SkippedBy says why the skipped rows could not be predicted.
+	SkippedBy []calibrate.ReasonCount `json:"skipped_by_reason,omitempty"`
 }
 
 func (r calibrationReport) Header() []string {
@@ -60,8 +62,25 @@ func calibrationData(g *globals, dir string) (estimate.Env, *calibrate.Dataset, 
 	if err != nil {
 		return env, nil, err
 	}
-	ds, err := calibrate.LoadDir(dir, env.Catalog)
+	ds, err := loadCalibration(g, dir, env)
 	return env, ds, err
+}
+
+// loadCalibration reads the measured runs under dir and says on stderr
+// how many rows were left out and why.
+func loadCalibration(g *globals, dir string, env estimate.Env) (*calibrate.Dataset, error) {
+	ds, err := calibrate.LoadDir(dir, env.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	if len(ds.Skipped) > 0 {
+		var parts []string
+		for _, r := range calibrate.SkipReasons(ds.Skipped) {
+			parts = append(parts, fmt.Sprintf("%d %s", r.Rows, r.Reason))
+		}
+		fmt.Fprintf(g.stderr, "%s: rows left out: %d (%s)\n", dir, len(ds.Skipped), strings.Join(parts, "; "))
+	}
+	return ds, nil
 }
 
 func pct(v float64) string {
@@ -109,7 +128,7 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 			if err != nil {
 				return err
 			}
-			ds, err := calibrate.LoadDir(dir, env.Catalog)
+			ds, err := loadCalibration(g, dir, env)
 			if err != nil {
 				return err
 			}
@@ -159,6 +178,7 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 			}
 			preds := calibrate.PredictWith(env, ds.Cases, h)
 			rep.Report = calibrate.Summarise(preds, len(ds.Skipped))
+			rep.SkippedBy = calibrate.SkipReasons(ds.Skipped)
 			rep.Loss = calibrate.Loss(preds)
 			rep.Seconds = time.Since(t0).Seconds()
 			f, _ := g.format()

@@ -83,7 +83,7 @@ scores the model before any fit to them.
 			if err != nil {
 				return err
 			}
-			ds, err := calibrate.LoadDir(dir, env.Catalog)
+			ds, err := loadCalibration(g, dir, env)
 			if err != nil {
 				return err
 			}

@@ -324,3 +324,38 @@ func TestKernelsCacheFlag(t *testing.T) {
 		t.Fatalf("without the cache: %v, same answer %v", err, off == first)
 	}
 }
+
+// A measurement listed twice is predicted once, and calibrate says which
+// rows it left out and why, on stderr and in the JSON.
+func TestCalibrateReportsRepeatedRows(t *testing.T) {
+	dir := t.TempDir()
+	data := "id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,silicon_ttft_ms,silicon_tpot_ms\n" +
+		"a,source_file=x.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,8,1,1,123.4567891,12.3456789\n" +
+		"b,source_file=y.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,8,1,1,123.4567891,12.3456789\n" +
+		"c,source_file=y.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,16,1,1,150.4567891,14.3456789\n"
+	if err := os.WriteFile(filepath.Join(dir, "silicon_calibration.csv"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run(t, "calibrate", "--data", dir, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Cases     int `json:"cases"`
+		Skipped   int `json:"skipped"`
+		SkippedBy []struct {
+			Reason string `json:"reason"`
+			Rows   int    `json:"rows"`
+		} `json:"skipped_by_reason"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if rep.Cases != 2 || rep.Skipped != 1 || len(rep.SkippedBy) != 1 || rep.SkippedBy[0].Rows != 1 ||
+		!strings.Contains(rep.SkippedBy[0].Reason, "repeats a measurement") {
+		t.Errorf("want 2 cases and the repeat skipped with its reason, got %+v", rep)
+	}
+	if !strings.Contains(stderr, "rows left out: 1 (1 repeats a measurement listed earlier)") {
+		t.Errorf("stderr does not say what was left out: %q", stderr)
+	}
+}

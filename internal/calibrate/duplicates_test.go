@@ -1,0 +1,115 @@
+package calibrate
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const repeatHeader = "id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,attention_dp_size,moe_ep_size," +
+	"prefill_num_workers,prefill_tp_size,decode_num_workers,decode_tp_size,silicon_ttft_ms,silicon_tpot_ms"
+
+func TestRepeatedMeasurementsCountOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rows    []string
+		kept    []string // IDs loaded as cases, in order
+		skipped map[string]string
+		disagg  bool
+	}{
+		{"one measurement in two campaigns keeps the first",
+			[]string{
+				"a,source_file=x.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4567891,12.3456789",
+				"b,source_file=y.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4567891,12.3456789",
+			}, []string{"a"}, map[string]string{"b": reasonRepeat + " a"}, false},
+		{"another name of the model is the same measurement",
+			[]string{
+				"a,source_file=x.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4567891,12.3456789",
+				"b,db-dump/z,vllm,m2,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4567891,12.3456789",
+			}, []string{"a"}, map[string]string{"b": reasonRepeat + " a"}, false},
+		{"conflicting records keep the first",
+			[]string{
+				"a,source_file=x.csv,trtllm,m,h100_sxm,fp8,agg,1024,128,32,1,1,8,8,,,,,791.143624140841,23.911889364846708",
+				"b,source_file=y.csv,trtllm,m,h100_sxm,fp8,agg,1024,128,4,1,1,64,8,,,,,791.143624140841,23.911889364846708",
+			}, []string{"a"}, map[string]string{"b": reasonRepeatConf + " a"}, false},
+		{"the record with worker counts wins over an earlier one",
+			[]string{
+				"a,source_file=x.csv_c36,trtllm,m,h100_sxm,fp8,disagg,8192,1024,,,,,,,4,,8,1234.56789012,21.0987654321",
+				"b,db-dump/z_c36,trtllm,m,h100_sxm,fp8,disagg,8192,1024,,,,,,1,4,4,8,1234.56789012,21.0987654321",
+			}, []string{"b"}, map[string]string{"a": reasonRepeatConf + " b"}, true},
+		{"rounded values are not taken for one measurement",
+			[]string{
+				"a,source_file=x.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.40000,12.5",
+				"b,source_file=y.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4,12.5",
+			}, []string{"a", "b"}, nil, false},
+		{"another prompt length is another run",
+			[]string{
+				"a,source_file=x.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4567891,12.3456789",
+				"b,source_file=y.csv,vllm,m,h100_sxm,fp8,agg,2048,128,8,1,1,1,,,,,,123.4567891,12.3456789",
+			}, []string{"a", "b"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "silicon_calibration.csv")
+			if err := os.WriteFile(path, []byte(repeatHeader+"\n"+strings.Join(tc.rows, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cases, skipped, err := LoadSilicon(path, func(string) (bool, bool) { return true, true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []string
+			for _, c := range cases {
+				kept = append(kept, c.ID)
+			}
+			if !slices.Equal(kept, tc.kept) {
+				t.Errorf("cases %v, want %v", kept, tc.kept)
+			}
+			got := map[string]string{}
+			for _, s := range skipped {
+				got[s.ID] = s.Reason + " " + s.Of
+			}
+			if len(got) != len(tc.skipped) {
+				t.Errorf("skipped %v, want %v", got, tc.skipped)
+			}
+			for id, want := range tc.skipped {
+				if got[id] != want {
+					t.Errorf("%s skipped as %q, want %q", id, got[id], want)
+				}
+			}
+			// The decision grids see each measurement once too.
+			rows, err := LoadGridRows(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gridIDs []string
+			for _, r := range rows {
+				gridIDs = append(gridIDs, r.ID)
+			}
+			wantGrid := tc.kept
+			if tc.disagg {
+				wantGrid = nil // the grids are aggregated runs
+			}
+			if !slices.Equal(gridIDs, wantGrid) {
+				t.Errorf("grid rows %v, want %v", gridIDs, wantGrid)
+			}
+		})
+	}
+}
+
+func TestSigDigits(t *testing.T) {
+	for s, want := range map[string]int{"123.4567891": 10, "0.00123": 3, "123.40000": 4, "1.5e3": 2, "1200": 4, "": 0, "-0.5": 1} {
+		if got := sigDigits(s); got != want {
+			t.Errorf("sigDigits(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+func TestSkipReasonsMostFrequentFirst(t *testing.T) {
+	got := SkipReasons([]Skipped{{Reason: "b"}, {Reason: "a"}, {Reason: "b"}, {Reason: "c"}})
+	want := []ReasonCount{{"b", 2}, {"a", 1}, {"c", 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("%v, want %v", got, want)
+	}
+}
