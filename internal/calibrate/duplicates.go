@@ -27,9 +27,8 @@ var repeatColumns = []string{"precision", "gemm_quant_mode", "batch_size", "tp_s
 // every digit. Campaigns re-export earlier runs, sometimes under another
 // name of the same architecture (DeepSeek-R1 and -V3); counted twice, a run
 // weighs double in the fit and sits on both sides of a held-out split.
-// One record of each measurement is kept: the one that states worker
-// counts, else the first. The others map, by row index, to the reason and
-// the kept row's ID.
+// One record of each measurement is kept (see better; on a tie, the
+// first). The others map, by row index, to the reason and the kept row's ID.
 func repeats(t *csvTable) map[int]Skipped {
 	groups := map[string][]int{}
 	var order []string
@@ -56,7 +55,7 @@ func repeats(t *csvTable) map[int]Skipped {
 			if t.config(t.rows[i]) != t.config(t.rows[keep]) {
 				same = false
 			}
-			if t.workersStated(t.rows[i]) > t.workersStated(t.rows[keep]) {
+			if t.better(t.rows[i], t.rows[keep]) {
 				keep = i
 			}
 		}
@@ -80,6 +79,36 @@ func (t *csvTable) config(row []string) string {
 		b.WriteByte(0)
 	}
 	return b.String()
+}
+
+// better says whether row a is a more credible record of a measurement
+// than b: the more worker counts given (the detailed record), then the
+// fewer GPUs a worker needs. The conflicting re-exports seen record
+// tp x ep as tp (or dp) and so multiply the GPU count; none divides it.
+func (t *csvTable) better(a, b []string) bool {
+	if wa, wb := t.workersStated(a), t.workersStated(b); wa != wb {
+		return wa > wb
+	}
+	return t.workerGPUs(a) < t.workerGPUs(b)
+}
+
+// workerGPUs is the GPUs one worker (one of each pool, disaggregated)
+// takes as recorded; unreadable sizes count as one.
+func (t *csvTable) workerGPUs(row []string) int {
+	size := func(col string) int {
+		v, err := t.int(row, col)
+		if err != nil || v < 1 {
+			return 1
+		}
+		return min(v, 1<<16)
+	}
+	group := func(prefix string) int {
+		return size(prefix+"tp_size") * size(prefix+"pp_size") * size(prefix+"attention_dp_size")
+	}
+	if t.get(row, "mode") == "disagg" {
+		return group("prefill_") + group("decode_")
+	}
+	return group("")
 }
 
 // workersStated counts the worker counts a disaggregated record gives.

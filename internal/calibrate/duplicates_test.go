@@ -29,15 +29,26 @@ func TestRepeatedMeasurementsCountOnce(t *testing.T) {
 				"a,source_file=x.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4567891,12.3456789",
 				"b,db-dump/z,vllm,m2,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4567891,12.3456789",
 			}, []string{"a"}, map[string]string{"b": reasonRepeat + " a"}, false},
-		{"conflicting records keep the first",
+		{"a re-export that multiplies dp loses",
 			[]string{
 				"a,source_file=x.csv,trtllm,m,h100_sxm,fp8,agg,1024,128,32,1,1,8,8,,,,,791.143624140841,23.911889364846708",
 				"b,source_file=y.csv,trtllm,m,h100_sxm,fp8,agg,1024,128,4,1,1,64,8,,,,,791.143624140841,23.911889364846708",
 			}, []string{"a"}, map[string]string{"b": reasonRepeatConf + " a"}, false},
+		{"of conflicting records the one on fewer GPUs is kept, wherever listed",
+			[]string{
+				"a,db-dump/z,sglang,m,h100_sxm,fp4,agg,1024,1024,8,64,1,1,8,,,,,212.345678901,9.87654321012",
+				"b,source_file=x.csv,sglang,m,h100_sxm,fp4,agg,1024,1024,8,8,1,1,8,,,,,212.345678901,9.87654321012",
+				"c,source_file=y.csv,sglang,m,h100_sxm,fp4,agg,1024,1024,8,64,1,1,8,,,,,212.345678901,9.87654321012",
+			}, []string{"b"}, map[string]string{"a": reasonRepeatConf + " b", "c": reasonRepeatConf + " b"}, false},
 		{"the record with worker counts wins over an earlier one",
 			[]string{
 				"a,source_file=x.csv_c36,trtllm,m,h100_sxm,fp8,disagg,8192,1024,,,,,,,4,,8,1234.56789012,21.0987654321",
 				"b,db-dump/z_c36,trtllm,m,h100_sxm,fp8,disagg,8192,1024,,,,,,1,4,4,8,1234.56789012,21.0987654321",
+			}, []string{"b"}, map[string]string{"a": reasonRepeatConf + " b"}, true},
+		{"worker counts outrank a record on fewer GPUs",
+			[]string{
+				"a,source_file=x.csv_c16,sglang,m,h100_sxm,fp8,disagg,1024,1024,,,,,,,1,,1,345.678901234,12.3456789012",
+				"b,db-dump/z_c16,sglang,m,h100_sxm,fp8,disagg,1024,1024,,,,,,1,8,2,8,345.678901234,12.3456789012",
 			}, []string{"b"}, map[string]string{"a": reasonRepeatConf + " b"}, true},
 		{"rounded values are not taken for one measurement",
 			[]string{

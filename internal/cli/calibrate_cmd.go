@@ -22,7 +22,7 @@ type calibrationReport struct {
 	Evaluations int     `json:"evaluations,omitempty"`
 	Seconds     float64 `json:"seconds"`
 	ParamsFile  string  `json:"params_file,omitempty"`
-	// SkippedBy says why the skipped rows could not be predicted.
+	// SkippedBy says why rows were left out (-v lists each).
 	SkippedBy []calibrate.ReasonCount `json:"skipped_by_reason,omitempty"`
 }
 
@@ -67,7 +67,7 @@ func calibrationData(g *globals, dir string) (estimate.Env, *calibrate.Dataset, 
 }
 
 // loadCalibration reads the measured runs under dir and says on stderr
-// how many rows were left out and why.
+// how many rows were left out and why; -v lists each row.
 func loadCalibration(g *globals, dir string, env estimate.Env) (*calibrate.Dataset, error) {
 	ds, err := calibrate.LoadDir(dir, env.Catalog)
 	if err != nil {
@@ -79,6 +79,9 @@ func loadCalibration(g *globals, dir string, env estimate.Env) (*calibrate.Datas
 			parts = append(parts, fmt.Sprintf("%d %s", r.Rows, r.Reason))
 		}
 		fmt.Fprintf(g.stderr, "%s: rows left out: %d (%s)\n", dir, len(ds.Skipped), strings.Join(parts, "; "))
+		for _, s := range ds.Skipped {
+			g.log.Debug("row left out", "line", s.Line, "id", s.ID, "reason", s.Reason, "kept", s.Of)
+		}
 	}
 	return ds, nil
 }
