@@ -1,11 +1,15 @@
 package calibrate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/sharedtest"
 )
 
 const repeatHeader = "id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,attention_dp_size,moe_ep_size," +
@@ -122,5 +126,41 @@ func TestSkipReasonsMostFrequentFirst(t *testing.T) {
 	want := []ReasonCount{{"b", 2}, {"a", 1}, {"c", 1}}
 	if !slices.Equal(got, want) {
 		t.Errorf("%v, want %v", got, want)
+	}
+}
+
+// On the shared runs no measurement is loaded twice, so no campaign or
+// model fold can hold out a run that another fold trains on; and every
+// row left out as a repeat names a kept row that was loaded.
+func TestSharedRunsLoadEachMeasurementOnce(t *testing.T) {
+	ds, err := LoadDir(sharedtest.Path(t, "calibration"), catalog.MustDefault())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	loaded := map[string]bool{}
+	for _, c := range ds.Cases {
+		loaded[c.ID] = true
+		if c.Source != "silicon" {
+			continue
+		}
+		k := fmt.Sprintf("%s/%s/%s/%d/%d/%v/%v", c.System, c.Backend, c.Mode, c.Query.ISL, c.Query.OSL, c.TTFTms, c.TPOTms)
+		if other, ok := seen[k]; ok {
+			t.Errorf("%s and %s are one measurement, loaded twice", other, c.ID)
+		}
+		seen[k] = c.ID
+	}
+	repeats := 0
+	for _, s := range ds.Skipped {
+		if s.Of == "" {
+			continue
+		}
+		repeats++
+		if !loaded[s.Of] {
+			t.Errorf("%s is left out for %s, which was not loaded", s.ID, s.Of)
+		}
+	}
+	if repeats == 0 {
+		t.Error("the shared runs hold repeated measurements; none was found")
 	}
 }
