@@ -22,7 +22,11 @@ type GridRow struct {
 
 // GPUs is the row's GPU count: attention data parallelism multiplies
 // the tensor-parallel group, as the runs' MoE TP x EP shows.
-func (r GridRow) GPUs() int { return max(r.TP, 1) * max(r.PP, 1) * max(r.DP, 1) }
+func (r GridRow) GPUs() int { return groupGPUs(r.TP, r.PP, r.DP) }
+
+// groupGPUs is the GPUs of one tensor x pipeline x attention-DP group;
+// an unset size counts as one.
+func groupGPUs(tp, pp, dp int) int { return max(tp, 1) * max(pp, 1) * max(dp, 1) }
 
 // tokensPerGPU is the output rate per GPU of a closed loop of concurrency
 // users, each waiting TTFT then OSL-1 inter-token gaps per request.

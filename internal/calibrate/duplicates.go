@@ -97,13 +97,13 @@ func (t *csvTable) better(a, b []string) bool {
 func (t *csvTable) workerGPUs(row []string) int {
 	size := func(col string) int {
 		v, err := t.int(row, col)
-		if err != nil || v < 1 {
+		if err != nil {
 			return 1
 		}
-		return min(v, 1<<16)
+		return min(v, 1<<16) // no overflow in the product
 	}
 	group := func(prefix string) int {
-		return size(prefix+"tp_size") * size(prefix+"pp_size") * size(prefix+"attention_dp_size")
+		return groupGPUs(size(prefix+"tp_size"), size(prefix+"pp_size"), size(prefix+"attention_dp_size"))
 	}
 	if t.get(row, "mode") == "disagg" {
 		return group("prefill_") + group("decode_")
