@@ -116,8 +116,12 @@ func newOpModel(w *Worker, p *Params) (*opModel, error) {
 // roofline; its GEMMs and prefill attention are still used.
 const (
 	decodeFastest = 1.25
-	decodeSlowest = 0.25
+	decodeSlowest = slowestServed
 )
+
+// slowestServed is the least share of memory bandwidth a kernel that
+// engines serve with streams its operands at.
+const slowestServed = 0.25
 
 // DecodePlausible says whether decode attention taking secsPerToken per
 // cached token of bytesPerToken streams within the bounds above of bw.

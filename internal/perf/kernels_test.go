@@ -150,7 +150,8 @@ func TestKernelsLoadErrorFailsTheWorker(t *testing.T) {
 }
 
 // With measured tables, the MoE summary fitted to this GPU's table
-// replaces the embedded one; without an answer the embedded one stays.
+// replaces the embedded one; without an answer, or with one slower than a
+// served kernel streams (Plausible), the embedded one stays.
 func TestKernelsMoESummaryFromTables(t *testing.T) {
 	c := catalog.MustDefault()
 	m, err := c.Model("Qwen/Qwen3-30B-A3B")
@@ -175,9 +176,13 @@ func TestKernelsMoESummaryFromTables(t *testing.T) {
 	}
 	embedded := step(nil)
 	noMoE := step(&perftest.Kernels{})
-	slow := step(&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.1, RowsHalf: 100, ParamsHalf: 1e8}})
+	slow := step(&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.3, RowsHalf: 100, ParamsHalf: 1e8}})
+	implausible := step(&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.1, RowsHalf: 100, ParamsHalf: 1e8}})
 	if noMoE != embedded {
 		t.Errorf("tables without a MoE answer: step %g s, want the embedded summary's %g s", noMoE, embedded)
+	}
+	if implausible != embedded {
+		t.Errorf("a table's MoE kernel at a tenth of the bandwidth: step %g s, want the embedded summary's %g s", implausible, embedded)
 	}
 	if slow <= 2*embedded {
 		t.Errorf("a table's slow MoE kernel gave %g s, the embedded one %g s: the table was not used", slow, embedded)

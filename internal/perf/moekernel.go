@@ -98,18 +98,47 @@ func (k *MoEKernel) validate(at string) error {
 
 // MoEKernelFor finds the summary for a GPU, backend and weight precision
 // (nil: none fitted for its architecture and compute capability; experts
-// are then priced as dense GEMMs).
+// are then priced as dense GEMMs). A summary that streams weights slower
+// than a served kernel does (Plausible) gives way to the fastest plausible
+// summary of another backend at the same precision, or to nil.
 func (p *Params) MoEKernelFor(g *catalog.GPU, b Backend, w catalog.Precision) *MoEKernel {
 	f := p.Families[g.Architecture]
 	if f == nil {
 		return nil
 	}
+	fits := func(k *MoEKernel) bool {
+		return k != nil && (k.ComputeCapability == "" || k.ComputeCapability == CCMajor(g.ComputeCapability))
+	}
 	k := f.MoE[b][w]
-	if k == nil || (k.ComputeCapability != "" && k.ComputeCapability != CCMajor(g.ComputeCapability)) {
+	if !fits(k) {
 		return nil
 	}
-	return k
+	if k.Plausible() {
+		return k
+	}
+	return f.servedMoE(w, fits)
 }
+
+// servedMoE is the plausible summary at precision w with the highest
+// bandwidth among those fits admits, or nil. Backends are visited in a
+// fixed order so that a tie always resolves the same way.
+func (f *FamilyParams) servedMoE(w catalog.Precision, fits func(*MoEKernel) bool) *MoEKernel {
+	var best *MoEKernel
+	for _, b := range Backends {
+		if k := f.MoE[b][w]; fits(k) && k.Plausible() && (best == nil || k.Bandwidth > best.Bandwidth) {
+			best = k
+		}
+	}
+	return best
+}
+
+// Plausible says whether the summary streams weights at no less than a
+// served kernel does (slowestServed of the bandwidth). vLLM's w4a16 MoE
+// tables reach 11% (Blackwell) and 20% (Hopper) where every other table
+// reaches 62% or more, and vLLM's own int4 serving runs decode about twice
+// as fast as those tables allow: engines serve int4 experts with a faster
+// kernel than the one measured.
+func (k *MoEKernel) Plausible() bool { return k.Bandwidth >= slowestServed }
 
 // CCMajor is the major part of a compute capability ("12.0" -> "12").
 func CCMajor(cc string) string {

@@ -182,3 +182,65 @@ func TestWorkerUsesMoEKernel(t *testing.T) {
 		t.Errorf("prompt step pays %g s of launches, want %g s (%v MoE layers)", d, layers*100e-6, layers)
 	}
 }
+
+func TestMoEKernelForReplacesImplausibleSummaries(t *testing.T) {
+	c := catalog.MustDefault()
+	h200, err := c.GPU("h200_sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kernels = map[Backend]map[catalog.Precision]*MoEKernel
+	slow := &MoEKernel{Compute: 0.08, Bandwidth: 0.11, ComputeCapability: "9"}
+	fast := &MoEKernel{Compute: 0.2, Bandwidth: 0.9, ComputeCapability: "9"}
+	faster := &MoEKernel{Compute: 0.2, Bandwidth: 1.1, ComputeCapability: "9"}
+	otherCC := &MoEKernel{Compute: 0.2, Bandwidth: 1.1, ComputeCapability: "10"}
+	edge := &MoEKernel{Compute: 0.2, Bandwidth: slowestServed, ComputeCapability: "9"}
+	for _, tc := range []struct {
+		name string
+		moe  kernels
+		want *MoEKernel
+	}{
+		{"plausible kept", kernels{VLLM: {catalog.W4A16: fast}, SGLang: {catalog.W4A16: faster}}, fast},
+		{"at the bound kept", kernels{VLLM: {catalog.W4A16: edge}, SGLang: {catalog.W4A16: faster}}, edge},
+		{"slow gives way to another backend", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: fast}}, fast},
+		{"the fastest of several", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: fast}, TRTLLM: {catalog.W4A16: faster}}, faster},
+		{"only at the same precision", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.FP8: fast}}, nil},
+		{"only for the same compute capability", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: otherCC}}, nil},
+		{"slow and alone: dense GEMMs", kernels{VLLM: {catalog.W4A16: slow}}, nil},
+		{"none of its own: dense GEMMs as before", kernels{SGLang: {catalog.W4A16: fast}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := MustDefaultParams().Clone()
+			p.Families[catalog.Hopper].MoE = tc.moe
+			if got := p.MoEKernelFor(h200, VLLM, catalog.W4A16); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The embedded summaries: vLLM's w4a16 tables are slower than any kernel
+// engines serve with, and the model prices vLLM's int4 experts like
+// SGLang's instead; every other embedded summary is its own.
+func TestEmbeddedMoESummariesInUse(t *testing.T) {
+	c := catalog.MustDefault()
+	p := MustDefaultParams()
+	for _, gpu := range []string{"h200_sxm", "b200_sxm", "a100_sxm", "l40s"} {
+		g, err := c.GPU(gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b, byPrec := range p.Families[g.Architecture].MoE {
+			for prec, own := range byPrec {
+				got := p.MoEKernelFor(g, b, prec)
+				want := own
+				if b == VLLM && prec == catalog.W4A16 && (g.Architecture == catalog.Hopper || g.Architecture == catalog.Blackwell) {
+					want = p.Families[g.Architecture].MoE[SGLang][catalog.W4A16]
+				}
+				if got != want {
+					t.Errorf("%s %s %s: summary %+v, want %+v", gpu, b, prec, got, want)
+				}
+			}
+		}
+	}
+}

@@ -382,7 +382,8 @@ func (w *Worker) lmHead(sampled float64) float64 {
 
 // moeKernelFor picks the fused-MoE summary: fitted to the measured table of
 // this GPU and backend when --kernels gives one, else the embedded one of
-// the architecture. A slice scales either by its peak and bandwidth.
+// the architecture (either way, one that is not Plausible gives way as in
+// MoEKernelFor). A slice scales either by its peak and bandwidth.
 func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 	d := w.cfg.Device
 	if p.Kernels != nil {
@@ -392,7 +393,7 @@ func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 		}
 		if k != nil {
 			mk, err := k.MoE(w.cfg.Weights)
-			if err != nil || mk != nil {
+			if err != nil || (mk != nil && mk.Plausible()) {
 				return mk, err
 			}
 		}
