@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,6 +59,31 @@ func TestRepeatedMeasurementsCountOnce(t *testing.T) {
 			[]string{
 				"a,source_file=x.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.40000,12.5",
 				"b,source_file=y.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4,12.5",
+			}, []string{"a", "b"}, nil, false},
+		{"a float round trip's last digit is the same measurement",
+			[]string{
+				"a,source_file=x.csv,vllm,m,b200_sxm,int4,agg,8192,1024,32,8,1,1,1,,,,,1022.4531090767416,29.67868387597611",
+				"b,source_file=y.csv,vllm,m,b200_sxm,int4,agg,8192,1024,32,8,1,1,1,,,,,1022.4531090767415,29.67868387597611",
+			}, []string{"a"}, map[string]string{"b": reasonRepeat + " a"}, false},
+		{"a copy rounded to two decimals repeats the full record, wherever listed",
+			[]string{
+				"a,source_file=gap.csv,vllm,m,b200_sxm,int4,agg,8192,1024,32,8,1,1,1,,,,,1022.45,29.68",
+				"b,source_file=x.csv,vllm,m,b200_sxm,int4,agg,8192,1024,32,8,1,1,1,,,,,1022.4531090767416,29.67868387597611",
+			}, []string{"b"}, map[string]string{"a": reasonRepeat + " b"}, false},
+		{"a rounded copy on fewer GPUs outranks a full record that multiplies tp",
+			[]string{
+				"a,source_file=x.csv,sglang,m,b200_sxm,fp8,agg,1024,1024,16,64,1,1,8,,,,,212.345678901,9.87654321012",
+				"b,source_file=gap.csv,sglang,m,b200_sxm,fp8,agg,1024,1024,16,8,1,1,8,,,,,212.35,9.88",
+			}, []string{"b"}, map[string]string{"a": reasonRepeatConf + " b"}, false},
+		{"a rounded record the full one does not round to is another run",
+			[]string{
+				"a,source_file=x.csv,vllm,m,b200_sxm,int4,agg,8192,1024,32,8,1,1,1,,,,,1022.4531090767416,29.67868387597611",
+				"b,source_file=gap.csv,vllm,m,b200_sxm,int4,agg,8192,1024,32,8,1,1,1,,,,,1022.46,29.68",
+			}, []string{"a", "b"}, nil, false},
+		{"a record of too few digits is not taken for a copy",
+			[]string{
+				"a,source_file=x.csv,vllm,m,b200_sxm,int4,agg,8192,1024,32,8,1,1,1,,,,,1022.4531090767416,29.67868387597611",
+				"b,source_file=gap.csv,vllm,m,b200_sxm,int4,agg,8192,1024,32,8,1,1,1,,,,,1022,30",
 			}, []string{"a", "b"}, nil, false},
 		{"another prompt length is another run",
 			[]string{
@@ -138,17 +164,32 @@ func TestSharedRunsLoadEachMeasurementOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]string{}
+	full := map[string]string{} // full records at two decimals
+	var rounded []Case          // records written to two decimals
 	loaded := map[string]bool{}
+	twoDecimals := func(v float64) bool { return v == math.Round(v*100)/100 }
 	for _, c := range ds.Cases {
 		loaded[c.ID] = true
 		if c.Source != "silicon" {
 			continue
 		}
-		k := fmt.Sprintf("%s/%s/%s/%d/%d/%v/%v", c.System, c.Backend, c.Mode, c.Query.ISL, c.Query.OSL, c.TTFTms, c.TPOTms)
+		run := fmt.Sprintf("%s/%s/%s/%d/%d", c.System, c.Backend, c.Mode, c.Query.ISL, c.Query.OSL)
+		if twoDecimals(c.TTFTms) && twoDecimals(c.TPOTms) {
+			rounded = append(rounded, c)
+			continue
+		}
+		k := fmt.Sprintf("%s/%.6g/%.6g", run, c.TTFTms, c.TPOTms)
 		if other, ok := seen[k]; ok {
 			t.Errorf("%s and %s are one measurement, loaded twice", other, c.ID)
 		}
 		seen[k] = c.ID
+		full[fmt.Sprintf("%s/%.2f/%.2f", run, c.TTFTms, c.TPOTms)] = c.ID
+	}
+	for _, c := range rounded {
+		k := fmt.Sprintf("%s/%s/%s/%d/%d/%.2f/%.2f", c.System, c.Backend, c.Mode, c.Query.ISL, c.Query.OSL, c.TTFTms, c.TPOTms)
+		if other, ok := full[k]; ok {
+			t.Errorf("%s is %s rounded to two decimals, loaded twice", c.ID, other)
+		}
 	}
 	repeats := 0
 	for _, s := range ds.Skipped {
