@@ -112,6 +112,13 @@ func (o *Output) noteDPFromTP(role string, c perf.Config) {
 		role, c.DP, c.Model.Name, c.Model.AttentionHeads, c.DP, c.DP, c.EP))
 }
 
+// noteWorker passes on what the worker's pricing says of itself.
+func (o *Output) noteWorker(role string, w *perf.Worker) {
+	for _, n := range w.Notes() {
+		o.Notes = append(o.Notes, role+n)
+	}
+}
+
 // withIntervals attaches the held-out intervals of the query's kind.
 func (o *Output) withIntervals(p *perf.Params, b perf.Backend, moe bool, mode string) {
 	if o.Result == nil || p == nil {
@@ -208,6 +215,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		cfgUsed = w.Config()
 		out.TP, out.PP, out.EP, out.DP, out.Workers = cfgUsed.TP, cfgUsed.PP, cfgUsed.EP, cfgUsed.DP, max(q.Workers, 1)
 		out.noteDPFromTP("", cfgUsed)
+		out.noteWorker("", w)
 		// Each attention-DP rank runs its own engine.
 		res, err = serving.Aggregated(w, max(q.Workers, 1)*cfgUsed.DP, wl, opt)
 		if err = fitHint(err, cfgUsed, env, q.ISL+q.OSL); err != nil && res == nil {
@@ -244,6 +252,12 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		pdp, ddp := pw.Config().DP, dw.Config().DP
 		out.noteDPFromTP("prefill_", pw.Config())
 		out.noteDPFromTP("decode_", dw.Config())
+		if pc.Weights == dc.Weights && pc.Backend == dc.Backend {
+			out.noteWorker("", pw) // the pools share the weights and the kernels
+		} else {
+			out.noteWorker("prefill: ", pw)
+			out.noteWorker("decode: ", dw)
+		}
 		np, nd := q.PrefillWorkers, q.DecodeWorkers
 		if np == 0 || nd == 0 {
 			// No counts given: the pools a deployment for this many users runs.

@@ -235,3 +235,24 @@ func TestRunSizesPoolsWithoutCounts(t *testing.T) {
 		t.Errorf("both counts given: sized %v, %dP+%dD", out.PoolsSized, out.Prefill, out.Decode)
 	}
 }
+
+// A worker priced with another backend's MoE kernel says so, in each
+// mode; one priced with its own says nothing.
+func TestRunNotesSubstitutedMoEKernel(t *testing.T) {
+	for _, q := range []Query{
+		{Model: "moonshotai/Kimi-K2.5", GPU: "b200_sxm", Precision: "int4", Backend: "vllm", TP: 8, ISL: 1024, OSL: 256, Concurrency: 4},
+		{Model: "moonshotai/Kimi-K2.5", GPU: "b200_sxm", Precision: "int4", Backend: "vllm", Mode: "disagg", PrefillTP: 8, DecodeTP: 8, ISL: 1024, OSL: 256, Concurrency: 4},
+	} {
+		out, err := Run(env(), q, serving.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "experts priced as sglang's w4a16 summary") {
+			t.Errorf("%s int4 on vllm: notes %q, want one naming the kernel the experts are priced with", q.Mode, out.Notes)
+		}
+		q.Precision = "fp4"
+		if out, err := Run(env(), q, serving.Options{}); err != nil || len(out.Notes) != 0 {
+			t.Errorf("%s fp4 on vllm: notes %q, err %v; want none", q.Mode, out.Notes, err)
+		}
+	}
+}

@@ -102,34 +102,48 @@ func (k *MoEKernel) validate(at string) error {
 // than a served kernel does (Plausible) gives way to the fastest plausible
 // summary of another backend at the same precision, or to nil.
 func (p *Params) MoEKernelFor(g *catalog.GPU, b Backend, w catalog.Precision) *MoEKernel {
+	k, _ := p.moeKernelChoice(g, b, w)
+	return k
+}
+
+// moeKernelChoice is MoEKernelFor with a note, when the backend's own
+// summary gave way, of what prices the experts instead.
+func (p *Params) moeKernelChoice(g *catalog.GPU, b Backend, w catalog.Precision) (*MoEKernel, string) {
 	f := p.Families[g.Architecture]
 	if f == nil {
-		return nil
+		return nil, ""
 	}
 	fits := func(k *MoEKernel) bool {
 		return k != nil && (k.ComputeCapability == "" || k.ComputeCapability == CCMajor(g.ComputeCapability))
 	}
-	k := f.MoE[b][w]
-	if !fits(k) {
-		return nil
+	own := f.MoE[b][w]
+	if !fits(own) {
+		return nil, ""
 	}
-	if k.Plausible() {
-		return k
+	if own.Plausible() {
+		return own, ""
 	}
-	return f.servedMoE(w, fits)
+	k, from := f.servedMoE(w, fits)
+	instead := "dense GEMMs"
+	if k != nil {
+		instead = fmt.Sprintf("%s's %s summary", from, w)
+	}
+	return k, fmt.Sprintf("%s's %s fused-MoE kernel table streams expert weights at %.0f%% of %s's bandwidth, below the %.0f%% a served kernel reaches: experts priced as %s",
+		b, w, 100*own.Bandwidth, g.Name, 100*slowestServed, instead)
 }
 
 // servedMoE is the plausible summary at precision w with the highest
-// bandwidth among those fits admits, or nil. Backends are visited in a
-// fixed order so that a tie always resolves the same way.
-func (f *FamilyParams) servedMoE(w catalog.Precision, fits func(*MoEKernel) bool) *MoEKernel {
+// bandwidth among those fits admits, and its backend, or nil. Backends
+// are visited in a fixed order so that a tie always resolves the same way.
+func (f *FamilyParams) servedMoE(w catalog.Precision, fits func(*MoEKernel) bool) (*MoEKernel, Backend) {
 	var best *MoEKernel
+	var from Backend
 	for _, b := range Backends {
 		if k := f.MoE[b][w]; fits(k) && k.Plausible() && (best == nil || k.Bandwidth > best.Bandwidth) {
-			best = k
+			best, from = k, b
 		}
 	}
-	return best
+	return best, from
 }
 
 // Plausible says whether the summary streams weights at no less than a

@@ -199,21 +199,26 @@ func TestMoEKernelForReplacesImplausibleSummaries(t *testing.T) {
 		name string
 		moe  kernels
 		want *MoEKernel
+		note string // what the note says prices the experts; "" for no note
 	}{
-		{"plausible kept", kernels{VLLM: {catalog.W4A16: fast}, SGLang: {catalog.W4A16: faster}}, fast},
-		{"at the bound kept", kernels{VLLM: {catalog.W4A16: edge}, SGLang: {catalog.W4A16: faster}}, edge},
-		{"slow gives way to another backend", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: fast}}, fast},
-		{"the fastest of several", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: fast}, TRTLLM: {catalog.W4A16: faster}}, faster},
-		{"only at the same precision", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.FP8: fast}}, nil},
-		{"only for the same compute capability", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: otherCC}}, nil},
-		{"slow and alone: dense GEMMs", kernels{VLLM: {catalog.W4A16: slow}}, nil},
-		{"none of its own: dense GEMMs as before", kernels{SGLang: {catalog.W4A16: fast}}, nil},
+		{"plausible kept", kernels{VLLM: {catalog.W4A16: fast}, SGLang: {catalog.W4A16: faster}}, fast, ""},
+		{"at the bound kept", kernels{VLLM: {catalog.W4A16: edge}, SGLang: {catalog.W4A16: faster}}, edge, ""},
+		{"slow gives way to another backend", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: fast}}, fast, "sglang's w4a16 summary"},
+		{"the fastest of several", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: fast}, TRTLLM: {catalog.W4A16: faster}}, faster, "trtllm's w4a16 summary"},
+		{"only at the same precision", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.FP8: fast}}, nil, "dense GEMMs"},
+		{"only for the same compute capability", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: otherCC}}, nil, "dense GEMMs"},
+		{"slow and alone: dense GEMMs", kernels{VLLM: {catalog.W4A16: slow}}, nil, "dense GEMMs"},
+		{"none of its own: dense GEMMs as before", kernels{SGLang: {catalog.W4A16: fast}}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := MustDefaultParams().Clone()
 			p.Families[catalog.Hopper].MoE = tc.moe
 			if got := p.MoEKernelFor(h200, VLLM, catalog.W4A16); got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			_, note := p.moeKernelChoice(h200, VLLM, catalog.W4A16)
+			if (tc.note == "") != (note == "") || !strings.HasSuffix(note, tc.note) || (note != "" && !strings.Contains(note, "11% of h200_sxm's bandwidth")) {
+				t.Errorf("note %q, want one ending %q", note, tc.note)
 			}
 		})
 	}

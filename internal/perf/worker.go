@@ -77,6 +77,7 @@ type Worker struct {
 	netBW          float64  // bytes/s per GPU over the scale-out network
 	netLatency     float64  // seconds
 	moeKernel      *MoEKernel
+	notes          []string
 	moePeak, moeBW float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
 	promptFloor    float64 // seconds: the least a prompt-carrying iteration takes (MoE models)
 	moeFixed       float64 // seconds: the MoE layers' fixed cost in every iteration
@@ -383,7 +384,8 @@ func (w *Worker) lmHead(sampled float64) float64 {
 // moeKernelFor picks the fused-MoE summary: fitted to the measured table of
 // this GPU and backend when --kernels gives one, else the embedded one of
 // the architecture (either way, one that is not Plausible gives way as in
-// MoEKernelFor). A slice scales either by its peak and bandwidth.
+// MoEKernelFor, and Notes says so). A slice scales either by its peak and
+// bandwidth.
 func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 	d := w.cfg.Device
 	if p.Kernels != nil {
@@ -398,8 +400,16 @@ func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 			}
 		}
 	}
-	return p.MoEKernelFor(d.GPU, w.cfg.Backend, w.cfg.Weights), nil
+	k, note := p.moeKernelChoice(d.GPU, w.cfg.Backend, w.cfg.Weights)
+	if note != "" {
+		w.notes = append(w.notes, note)
+	}
+	return k, nil
 }
+
+// Notes say where the worker is priced otherwise than its configuration
+// reads (a kernel summary that gave way to another).
+func (w *Worker) Notes() []string { return w.notes }
 
 // moe is one MoE layer's routed-expert time: weights of every expert that at
 // least one token routes to are read; FLOPs follow the routed tokens.
