@@ -24,6 +24,14 @@ const MinIntervalRuns = 20
 // aggregated or disaggregated). Only measured-serving runs with both
 // latencies count; kinds with fewer than MinIntervalRuns are left out.
 func Intervals(preds []Prediction, source string) *perf.Intervals {
+	return intervalsAt(preds, source, tails{perf.NominalTail, perf.NominalTail})
+}
+
+// tails are the shares of runs an interval leaves out on each side, for
+// TTFT and TPOT.
+type tails [2]float64
+
+func intervalsAt(preds []Prediction, source string, t tails) *perf.Intervals {
 	type acc struct{ ttft, tpot []float64 }
 	kinds := map[string]*acc{}
 	for _, p := range preds {
@@ -45,17 +53,20 @@ func Intervals(preds []Prediction, source string) *perf.Intervals {
 		if len(a.ttft) < MinIntervalRuns {
 			continue
 		}
-		iv.Kinds[k] = &perf.IntervalKind{N: len(a.ttft), TTFT: perf.NewRatio(a.ttft), TPOT: perf.NewRatio(a.tpot)}
+		iv.Kinds[k] = &perf.IntervalKind{N: len(a.ttft), TTFT: perf.NewRatioTail(a.ttft, t[0]), TPOT: perf.NewRatioTail(a.tpot, t[1])}
 	}
 	return iv
 }
 
 // Coverage is the share of held-out runs whose measurement falls inside
 // its 80% interval, per latency: near 0.8 when the intervals are honest.
+// The tails are those the intervals were taken at.
 type Coverage struct {
 	N          int     `json:"n"`
 	TTFTInside float64 `json:"ttft_inside"`
 	TPOTInside float64 `json:"tpot_inside"`
+	TTFTTail   float64 `json:"ttft_tail"`
+	TPOTTail   float64 `json:"tpot_tail"`
 }
 
 // IntervalCoverage scores intervals on predictions (of runs other than
@@ -94,6 +105,10 @@ func IntervalCoverage(iv *perf.Intervals, preds []Prediction) Coverage {
 // taken from one half are scored on the other, both ways, and the two
 // coverages are pooled.
 func CrossCoverage(preds []Prediction, by string, env estimate.Env) (Coverage, error) {
+	return crossCoverageAt(preds, by, env, tails{perf.NominalTail, perf.NominalTail})
+}
+
+func crossCoverageAt(preds []Prediction, by string, env estimate.Env, t tails) (Coverage, error) {
 	key, err := cvKey(by, env.Catalog)
 	if err != nil {
 		return Coverage{}, err
@@ -103,9 +118,9 @@ func CrossCoverage(preds []Prediction, by string, env estimate.Env) (Coverage, e
 	for i, g := range names {
 		half[i%2] = append(half[i%2], groups[g]...)
 	}
-	var out Coverage
+	out := Coverage{TTFTTail: t[0], TPOTTail: t[1]}
 	for i := range 2 {
-		c := IntervalCoverage(Intervals(half[i], ""), half[1-i])
+		c := IntervalCoverage(intervalsAt(half[i], "", t), half[1-i])
 		out.TTFTInside += c.TTFTInside * float64(c.N)
 		out.TPOTInside += c.TPOTInside * float64(c.N)
 		out.N += c.N
@@ -115,4 +130,49 @@ func CrossCoverage(preds []Prediction, by string, env estimate.Env) (Coverage, e
 		out.TPOTInside /= float64(out.N)
 	}
 	return out, nil
+}
+
+// IntervalTails are the tail shares CalibratedIntervals tries, from the
+// nominal 80% interval's outward.
+var IntervalTails = []float64{0.10, 0.08, 0.06, 0.05, 0.04, 0.03, 0.02, 0.01}
+
+// NominalCoverage is the share of runs an 80% interval should hold.
+const NominalCoverage = 1 - 2*perf.NominalTail
+
+// coverageSlack is how far under NominalCoverage a cross-fitted coverage
+// may fall and still count as reaching it: on 2,000 runs an honest 80%
+// interval's coverage scatters by about a point.
+const coverageSlack = 0.01
+
+// CalibratedIntervals is Intervals with each latency's tails narrowed
+// (the interval widened) to the first of IntervalTails at which runs of
+// groups held out land inside 80% of the time (CrossCoverage, within
+// coverageSlack), or to the last. Groups differ more from each other than runs of one group do, so
+// quantiles of the pooled held-out ratios cover fewer of an unseen
+// group's runs than they say. The coverage returned is at the tails
+// chosen: chosen on the same split, it is the figure they were chosen to
+// reach, not an independent check.
+func CalibratedIntervals(preds []Prediction, by string, env estimate.Env, source string) (*perf.Intervals, Coverage, error) {
+	last := IntervalTails[len(IntervalTails)-1]
+	t := tails{last, last}
+	var found [2]bool
+	for _, tail := range IntervalTails {
+		c, err := crossCoverageAt(preds, by, env, tails{tail, tail})
+		if err != nil {
+			return nil, Coverage{}, err
+		}
+		for i, inside := range []float64{c.TTFTInside, c.TPOTInside} {
+			if !found[i] && inside >= NominalCoverage-coverageSlack {
+				t[i], found[i] = tail, true
+			}
+		}
+		if found[0] && found[1] {
+			break
+		}
+	}
+	c, err := crossCoverageAt(preds, by, env, t)
+	if err != nil {
+		return nil, Coverage{}, err
+	}
+	return intervalsAt(preds, source, t), c, nil
 }

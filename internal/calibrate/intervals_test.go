@@ -53,3 +53,59 @@ func TestIntervalsFromHeldOutRatios(t *testing.T) {
 		t.Errorf("intervals around 1.3 cover %.0f%% of runs around 2.5", 100*c.TPOTInside)
 	}
 }
+
+// Groups that differ from each other (each campaign off by its own
+// factor) make the pooled quantiles cover fewer of an unseen group's runs
+// than they say: the calibrated interval is widened until the held-out
+// halves land inside 80% of the time. Groups alike keep the nominal tails.
+func TestCalibratedIntervalsCoverUnseenGroups(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	alike := heldOut(rng, "vllm", 3000, 1.2, 0.3)
+	// Each campaign off by its own factor: the even ones (one half of the
+	// split) agree, the odd ones scatter.
+	var apart []Prediction
+	for g, bias := range []float64{1, 0.5, 1, 0.8, 1, 1.25, 1, 2} {
+		for _, p := range heldOut(rng, "vllm", 300, bias, 0.15) {
+			p.Campaign, p.ID = fmt.Sprint("g", g), fmt.Sprint(p.ID, "g", g)
+			apart = append(apart, p)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		preds  []Prediction
+		widens bool
+	}{{"groups alike", alike, false}, {"groups apart", apart, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			nominal, err := CrossCoverage(tc.preds, "campaign", estimate.Env{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			iv, cov, err := CalibratedIntervals(tc.preds, "campaign", estimate.Env{}, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := iv.For(perf.IntervalKey(perf.VLLM, false, "agg"))
+			if k == nil {
+				t.Fatal("no interval")
+			}
+			last := IntervalTails[len(IntervalTails)-1]
+			for name, c := range map[string][3]float64{"ttft": {nominal.TTFTInside, cov.TTFTInside, cov.TTFTTail}, "tpot": {nominal.TPOTInside, cov.TPOTInside, cov.TPOTTail}} {
+				before, after, tail := c[0], c[1], c[2]
+				if tc.widens != (tail < perf.NominalTail) {
+					t.Errorf("%s: tail %g (nominal coverage %.0f%%), want widened %v", name, tail, 100*before, tc.widens)
+				}
+				if after < NominalCoverage-coverageSlack && tail != last {
+					t.Errorf("%s: %.0f%% inside at tail %g, short of 80%% and not the widest tail", name, 100*after, tail)
+				}
+				if tc.widens && before >= NominalCoverage {
+					t.Errorf("%s: nominal intervals already cover %.0f%%: the case does not test widening", name, 100*before)
+				}
+			}
+			// The interval written is the one scored: its quantiles are at the chosen tails.
+			r := k.TTFT
+			if r.Tail != 0 && math.Abs(r.Tail-cov.TTFTTail) > 1e-12 || (r.Tail == 0 && cov.TTFTTail != perf.NominalTail) {
+				t.Errorf("ttft ratio %+v written at tail %g, coverage taken at %g", r, r.Tail, cov.TTFTTail)
+			}
+		})
+	}
+}

@@ -62,8 +62,10 @@ type MoEResult struct {
 	HeldOut  Report `json:"held_out"`
 	InSample Report `json:"in_sample"`
 	// Coverage scores the intervals Params writes: taken from one half of
-	// the groups' held-out predictions, scored on the other.
-	Coverage Coverage `json:"interval_coverage"`
+	// the groups' held-out predictions, scored on the other, at the tails
+	// CalibratedIntervals chose.
+	Coverage  Coverage `json:"interval_coverage"`
+	intervals *perf.Intervals
 }
 
 // MoECases are the cases the terms can change: measured serving runs of
@@ -168,7 +170,7 @@ func FitMoETerms(env estimate.Env, cases []Case, grid MoEGrid, by string, progre
 		in[j] = preds[chosen[backend(c)]][j]
 	}
 	res.Without, res.HeldOut, res.InSample = Summarise(preds[0], 0), Summarise(held, 0), Summarise(in, 0)
-	if res.Coverage, err = CrossCoverage(held, by, env); err != nil {
+	if res.intervals, res.Coverage, err = CalibratedIntervals(held, by, env, ""); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -178,7 +180,7 @@ func FitMoETerms(env estimate.Env, cases []Case, grid MoEGrid, by string, progre
 // taken from the held-out predictions (the others kept).
 func (r *MoEResult) Params(start *perf.Params) *perf.Params {
 	p := withMoETerms(start, func(b perf.Backend) MoETerms { return r.Chosen[b] })
-	fresh := Intervals(r.HeldOut.Prediction, "")
+	fresh := r.intervals
 	iv := &perf.Intervals{Kinds: map[string]*perf.IntervalKind{}}
 	if p.Intervals != nil {
 		iv.Source = p.Intervals.Source

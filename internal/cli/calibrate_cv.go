@@ -45,7 +45,7 @@ func (r cvReport) Rows() [][]string {
 		{"", "", "", "", "", ""},
 	}
 	if r.Coverage.N > 0 {
-		rows = append(rows, []string{"80% intervals: measured inside (cross-fitted)", fmt.Sprint(r.Coverage.N), "",
+		rows = append(rows, []string{fmt.Sprintf("80%% intervals (tails %g / %g): measured inside (cross-fitted)", r.Coverage.TTFTTail, r.Coverage.TPOTTail), fmt.Sprint(r.Coverage.N), "",
 			fmt.Sprintf("%.0f%%", 100*r.Coverage.TTFTInside), fmt.Sprintf("%.0f%%", 100*r.Coverage.TPOTInside), ""})
 	}
 	if d := r.Decisions; d.Decisions > 0 {
@@ -80,9 +80,9 @@ func crossValidate(g *globals, env estimate.Env, ds *calibrate.Dataset, gridRows
 	// Kinds no fit sees (MoE, disaggregated) are out of sample for the
 	// starting parameters themselves: their spread comes from those.
 	outOfSample := append(append([]calibrate.Prediction{}, res.HeldOut.Prediction...), calibrate.PredictWith(env, ds.Unfitted(), opt.Harness)...)
-	rep := cvReport{By: by, HeldOut: res.HeldOut, Start: start, Folds: res.Folds, Predictions: res.HeldOut.Prediction,
-		Intervals: calibrate.Intervals(outOfSample, fmt.Sprintf("gpuplane calibrate --cv %s: measured over predicted, fitted kinds held out by %s, the others under the starting parameters", by, by))}
-	if rep.Coverage, err = calibrate.CrossCoverage(outOfSample, by, env); err != nil {
+	rep := cvReport{By: by, HeldOut: res.HeldOut, Start: start, Folds: res.Folds, Predictions: res.HeldOut.Prediction}
+	source := fmt.Sprintf("gpuplane calibrate --cv %s: measured over predicted, fitted kinds held out by %s, the others under the starting parameters; tails widened until held-out groups land inside 80%%", by, by)
+	if rep.Intervals, rep.Coverage, err = calibrate.CalibratedIntervals(outOfSample, by, env, source); err != nil {
 		return cvReport{}, err
 	}
 	// Decisions over the grids whose runs were all held out and predicted.

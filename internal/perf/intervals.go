@@ -10,11 +10,14 @@ import (
 
 // Ratio is the spread of measured over predicted values on runs the
 // parameters were not fitted to: a prediction times P10 and P90 is its
-// 80% interval.
+// 80% interval. P10 and P90 are the ratios' quantiles at Tail and 1-Tail;
+// Tail is 0.1 (written as 0) unless calibration widened the interval
+// until runs of groups it never saw land inside it 80% of the time.
 type Ratio struct {
-	P10 float64 `json:"p10"`
-	P50 float64 `json:"p50"`
-	P90 float64 `json:"p90"`
+	P10  float64 `json:"p10"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	Tail float64 `json:"tail,omitempty"`
 }
 
 // IntervalKind is the held-out spread of one kind of query.
@@ -60,11 +63,22 @@ func (r Ratio) Upper(pred, confidence float64) float64 {
 	return pred * r.P50 * math.Pow(r.P90/r.P50, z)
 }
 
+// NominalTail is the share of runs an 80% interval leaves on each side.
+const NominalTail = 0.1
+
 // NewRatio takes quantiles of measured/predicted ratios.
-func NewRatio(ratios []float64) Ratio {
+func NewRatio(ratios []float64) Ratio { return NewRatioTail(ratios, NominalTail) }
+
+// NewRatioTail takes the median and the quantiles at tail and 1-tail of
+// measured/predicted ratios (tail in (0, NominalTail]).
+func NewRatioTail(ratios []float64, tail float64) Ratio {
 	s := append([]float64(nil), ratios...)
 	sort.Float64s(s)
-	return Ratio{P10: Quantile(s, 0.1), P50: Quantile(s, 0.5), P90: Quantile(s, 0.9)}
+	r := Ratio{P10: Quantile(s, tail), P50: Quantile(s, 0.5), P90: Quantile(s, 1-tail)}
+	if tail != NominalTail {
+		r.Tail = tail
+	}
+	return r
 }
 
 // Quantile of sorted xs, interpolating linearly between the order
@@ -93,6 +107,9 @@ func (iv *Intervals) validate() error {
 		for name, r := range map[string]Ratio{"ttft": kind.TTFT, "tpot": kind.TPOT} {
 			if !(r.P10 > 0 && r.P10 <= r.P50 && r.P50 <= r.P90 && r.P90 < 1000) {
 				return fmt.Errorf("intervals.kinds.%s.%s: p10 %g, p50 %g, p90 %g must be positive, rising and under 1000", k, name, r.P10, r.P50, r.P90)
+			}
+			if !(r.Tail >= 0 && r.Tail <= NominalTail) {
+				return fmt.Errorf("intervals.kinds.%s.%s.tail: %g must be in (0, %g], or 0 for %g", k, name, r.Tail, NominalTail, NominalTail)
 			}
 		}
 	}

@@ -30,6 +30,9 @@ func TestNewRatioQuantiles(t *testing.T) {
 	if r := NewRatio(xs); math.Abs(r.P10-0.1) > 1e-9 || math.Abs(r.P50-0.5) > 1e-9 || math.Abs(r.P90-0.9) > 1e-9 {
 		t.Errorf("quantiles %+v, want 0.1, 0.5, 0.9", r)
 	}
+	if r := NewRatioTail(xs, 0.05); math.Abs(r.P10-0.05) > 1e-9 || math.Abs(r.P50-0.5) > 1e-9 || math.Abs(r.P90-0.95) > 1e-9 || r.Tail != 0.05 {
+		t.Errorf("quantiles at tail 0.05: %+v, want 0.05, 0.5, 0.95 and the tail recorded", r)
+	}
 }
 
 func TestIntervalsValidation(t *testing.T) {
@@ -40,6 +43,8 @@ func TestIntervalsValidation(t *testing.T) {
 		"ttft: p10 0":        {N: 30, TTFT: Ratio{P10: 0, P50: 1, P90: 2}, TPOT: good},
 		"ttft: p10 NaN":      {N: 30, TTFT: Ratio{P10: math.NaN(), P50: 1, P90: 2}, TPOT: good},
 		"tpot: p10 0.5, p50": {N: 30, TTFT: good, TPOT: Ratio{P10: 0.5, P50: 1, P90: math.Inf(1)}},
+		"ttft.tail: 0.2":     {N: 30, TTFT: Ratio{P10: 0.7, P50: 1, P90: 1.4, Tail: 0.2}, TPOT: good},
+		"tpot.tail: -0.05":   {N: 30, TTFT: good, TPOT: Ratio{P10: 0.7, P50: 1, P90: 1.4, Tail: -0.05}},
 	} {
 		p := MustDefaultParams().Clone()
 		p.Intervals = &Intervals{Kinds: map[string]*IntervalKind{"vllm/dense-agg": kind}}
@@ -48,7 +53,8 @@ func TestIntervalsValidation(t *testing.T) {
 		}
 	}
 	p := MustDefaultParams().Clone()
-	p.Intervals = &Intervals{Kinds: map[string]*IntervalKind{"vllm/dense-agg": {N: 30, TTFT: good, TPOT: good}}}
+	wide := Ratio{P10: 0.6, P50: 1, P90: 1.6, Tail: 0.05}
+	p.Intervals = &Intervals{Kinds: map[string]*IntervalKind{"vllm/dense-agg": {N: 30, TTFT: good, TPOT: wide}}}
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +64,7 @@ func TestIntervalsValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	q, err := ParseParams(b, "round trip")
-	if err != nil || q.Intervals.For("vllm/dense-agg") == nil || q.Intervals.For("vllm/dense-agg").TPOT != good {
+	if err != nil || q.Intervals.For("vllm/dense-agg") == nil || q.Intervals.For("vllm/dense-agg").TTFT != good || q.Intervals.For("vllm/dense-agg").TPOT != wide {
 		t.Errorf("round trip: %v %+v", err, q)
 	}
 	if (*Intervals)(nil).For("vllm/dense-agg") != nil {
