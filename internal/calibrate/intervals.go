@@ -60,13 +60,10 @@ func intervalsAt(preds []Prediction, source string, t tails) *perf.Intervals {
 
 // Coverage is the share of held-out runs whose measurement falls inside
 // its 80% interval, per latency: near 0.8 when the intervals are honest.
-// The tails are those the intervals were taken at.
 type Coverage struct {
 	N          int     `json:"n"`
 	TTFTInside float64 `json:"ttft_inside"`
 	TPOTInside float64 `json:"tpot_inside"`
-	TTFTTail   float64 `json:"ttft_tail"`
-	TPOTTail   float64 `json:"tpot_tail"`
 }
 
 // IntervalCoverage scores intervals on predictions (of runs other than
@@ -118,7 +115,7 @@ func crossCoverageAt(preds []Prediction, by string, env estimate.Env, t tails) (
 	for i, g := range names {
 		half[i%2] = append(half[i%2], groups[g]...)
 	}
-	out := Coverage{TTFTTail: t[0], TPOTTail: t[1]}
+	var out Coverage
 	for i := range 2 {
 		c := IntervalCoverage(intervalsAt(half[i], "", t), half[1-i])
 		out.TTFTInside += c.TTFTInside * float64(c.N)
@@ -144,35 +141,62 @@ const NominalCoverage = 1 - 2*perf.NominalTail
 // interval's coverage scatters by about a point.
 const coverageSlack = 0.01
 
-// CalibratedIntervals is Intervals with each latency's tails narrowed
-// (the interval widened) to the first of IntervalTails at which runs of
-// groups held out land inside 80% of the time (CrossCoverage, within
-// coverageSlack), or to the last. Groups differ more from each other than runs of one group do, so
-// quantiles of the pooled held-out ratios cover fewer of an unseen
-// group's runs than they say. The coverage returned is at the tails
-// chosen: chosen on the same split, it is the figure they were chosen to
-// reach, not an independent check.
+// CalibratedIntervals is Intervals with each kind's and latency's tails
+// narrowed (the interval widened) to the first of IntervalTails at which
+// runs of groups held out land inside 80% of the time (CrossCoverage
+// within coverageSlack, on that kind's runs), or to the last. Groups
+// differ more from each other than runs of one group do, so quantiles of
+// the pooled held-out ratios cover fewer of an unseen group's runs than
+// they say. A kind whose runs the split cannot score (one group) keeps
+// the nominal tails. The coverage returned pools the kinds at their tails:
+// chosen on the same split, it is the figure they were chosen to reach,
+// not an independent check.
 func CalibratedIntervals(preds []Prediction, by string, env estimate.Env, source string) (*perf.Intervals, Coverage, error) {
-	last := IntervalTails[len(IntervalTails)-1]
-	t := tails{last, last}
-	var found [2]bool
-	for _, tail := range IntervalTails {
-		c, err := crossCoverageAt(preds, by, env, tails{tail, tail})
+	byKind := map[string][]Prediction{}
+	for _, p := range preds {
+		if k, ok := p.IntervalKey(); ok {
+			byKind[k] = append(byKind[k], p)
+		}
+	}
+	iv := &perf.Intervals{Source: source, Kinds: map[string]*perf.IntervalKind{}}
+	var cov Coverage
+	for k, kp := range byKind {
+		t := tails{perf.NominalTail, perf.NominalTail}
+		var found [2]bool
+		var c Coverage
+		for _, tail := range IntervalTails {
+			var err error
+			if c, err = crossCoverageAt(kp, by, env, tails{tail, tail}); err != nil {
+				return nil, Coverage{}, err
+			}
+			if c.N == 0 {
+				break // nothing to score: keep the nominal tails
+			}
+			for i, inside := range []float64{c.TTFTInside, c.TPOTInside} {
+				if !found[i] {
+					t[i], found[i] = tail, inside >= NominalCoverage-coverageSlack
+				}
+			}
+			if found[0] && found[1] {
+				break
+			}
+		}
+		kind := intervalsAt(kp, source, t).For(k)
+		if kind == nil {
+			continue // too few runs
+		}
+		iv.Kinds[k] = kind
+		c, err := crossCoverageAt(kp, by, env, t)
 		if err != nil {
 			return nil, Coverage{}, err
 		}
-		for i, inside := range []float64{c.TTFTInside, c.TPOTInside} {
-			if !found[i] && inside >= NominalCoverage-coverageSlack {
-				t[i], found[i] = tail, true
-			}
-		}
-		if found[0] && found[1] {
-			break
-		}
+		cov.TTFTInside += c.TTFTInside * float64(c.N)
+		cov.TPOTInside += c.TPOTInside * float64(c.N)
+		cov.N += c.N
 	}
-	c, err := crossCoverageAt(preds, by, env, t)
-	if err != nil {
-		return nil, Coverage{}, err
+	if cov.N > 0 {
+		cov.TTFTInside /= float64(cov.N)
+		cov.TPOTInside /= float64(cov.N)
 	}
-	return intervalsAt(preds, source, t), c, nil
+	return iv, cov, nil
 }
