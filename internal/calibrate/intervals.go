@@ -136,6 +136,12 @@ var IntervalTails = []float64{0.10, 0.08, 0.06, 0.05, 0.04, 0.03, 0.02, 0.01}
 // NominalCoverage is the share of runs an 80% interval should hold.
 const NominalCoverage = 1 - 2*perf.NominalTail
 
+// minCalibrationGroups is the fewest groups a kind's runs must come from
+// before its tails move: with fewer, the split sets one group against
+// another, which says how far those two lie apart, not how unseen groups
+// scatter.
+const minCalibrationGroups = 4
+
 // coverageSlack is how far under NominalCoverage a cross-fitted coverage
 // may fall and still count as reaching it: on 2,000 runs an honest 80%
 // interval's coverage scatters by about a point.
@@ -147,8 +153,9 @@ const coverageSlack = 0.01
 // within coverageSlack, on that kind's runs), or to the last. Groups
 // differ more from each other than runs of one group do, so quantiles of
 // the pooled held-out ratios cover fewer of an unseen group's runs than
-// they say. A kind whose runs the split cannot score (one group) keeps
-// the nominal tails. The coverage returned pools the kinds at their tails:
+// they say. A kind whose runs come from fewer than minCalibrationGroups
+// groups keeps the nominal tails. The coverage returned pools the kinds
+// at their tails:
 // chosen on the same split, it is the figure they were chosen to reach,
 // not an independent check.
 func CalibratedIntervals(preds []Prediction, by string, env estimate.Env, source string) (*perf.Intervals, Coverage, error) {
@@ -158,19 +165,24 @@ func CalibratedIntervals(preds []Prediction, by string, env estimate.Env, source
 			byKind[k] = append(byKind[k], p)
 		}
 	}
+	key, err := cvKey(by, env.Catalog)
+	if err != nil {
+		return nil, Coverage{}, err
+	}
 	iv := &perf.Intervals{Source: source, Kinds: map[string]*perf.IntervalKind{}}
 	var cov Coverage
 	for k, kp := range byKind {
 		t := tails{perf.NominalTail, perf.NominalTail}
 		var found [2]bool
 		var c Coverage
+		groups, _ := groupBy(kp, func(p Prediction) string { return key(p.Case) })
 		for _, tail := range IntervalTails {
+			if len(groups) < minCalibrationGroups {
+				break
+			}
 			var err error
 			if c, err = crossCoverageAt(kp, by, env, tails{tail, tail}); err != nil {
 				return nil, Coverage{}, err
-			}
-			if c.N == 0 {
-				break // nothing to score: keep the nominal tails
 			}
 			for i, inside := range []float64{c.TTFTInside, c.TPOTInside} {
 				if !found[i] {
