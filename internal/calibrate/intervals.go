@@ -115,18 +115,29 @@ func crossCoverageAt(preds []Prediction, by string, env estimate.Env, t tails) (
 	for i, g := range names {
 		half[i%2] = append(half[i%2], groups[g]...)
 	}
-	var out Coverage
+	var out pooled
 	for i := range 2 {
-		c := IntervalCoverage(intervalsAt(half[i], "", t), half[1-i])
-		out.TTFTInside += c.TTFTInside * float64(c.N)
-		out.TPOTInside += c.TPOTInside * float64(c.N)
-		out.N += c.N
+		out.add(IntervalCoverage(intervalsAt(half[i], "", t), half[1-i]))
 	}
-	if out.N > 0 {
-		out.TTFTInside /= float64(out.N)
-		out.TPOTInside /= float64(out.N)
+	return out.coverage(), nil
+}
+
+// pooled sums coverages over sets of runs.
+type pooled Coverage
+
+func (p *pooled) add(c Coverage) {
+	p.TTFTInside += c.TTFTInside * float64(c.N)
+	p.TPOTInside += c.TPOTInside * float64(c.N)
+	p.N += c.N
+}
+
+// coverage is the pooled share inside.
+func (p pooled) coverage() Coverage {
+	if p.N > 0 {
+		p.TTFTInside /= float64(p.N)
+		p.TPOTInside /= float64(p.N)
 	}
-	return out, nil
+	return Coverage(p)
 }
 
 // IntervalTails are the tail shares CalibratedIntervals tries, from the
@@ -154,43 +165,27 @@ const coverageSlack = 0.01
 // differ more from each other than runs of one group do, so quantiles of
 // the pooled held-out ratios cover fewer of an unseen group's runs than
 // they say. A kind whose runs come from fewer than minCalibrationGroups
-// groups keeps the nominal tails. The coverage returned pools the kinds
-// at their tails:
-// chosen on the same split, it is the figure they were chosen to reach,
-// not an independent check.
+// groups keeps the nominal tails. The coverage returned pools the kinds at
+// their tails: chosen on the same split, it is the figure they were
+// chosen to reach, not an independent check.
 func CalibratedIntervals(preds []Prediction, by string, env estimate.Env, source string) (*perf.Intervals, Coverage, error) {
+	key, err := cvKey(by, env.Catalog)
+	if err != nil {
+		return nil, Coverage{}, err
+	}
 	byKind := map[string][]Prediction{}
 	for _, p := range preds {
 		if k, ok := p.IntervalKey(); ok {
 			byKind[k] = append(byKind[k], p)
 		}
 	}
-	key, err := cvKey(by, env.Catalog)
-	if err != nil {
-		return nil, Coverage{}, err
-	}
 	iv := &perf.Intervals{Source: source, Kinds: map[string]*perf.IntervalKind{}}
-	var cov Coverage
+	var cov pooled
 	for k, kp := range byKind {
 		t := tails{perf.NominalTail, perf.NominalTail}
-		var found [2]bool
-		var c Coverage
-		groups, _ := groupBy(kp, func(p Prediction) string { return key(p.Case) })
-		for _, tail := range IntervalTails {
-			if len(groups) < minCalibrationGroups {
-				break
-			}
-			var err error
-			if c, err = crossCoverageAt(kp, by, env, tails{tail, tail}); err != nil {
+		if groups, _ := groupBy(kp, func(p Prediction) string { return key(p.Case) }); len(groups) >= minCalibrationGroups {
+			if t, err = widen(kp, by, env); err != nil {
 				return nil, Coverage{}, err
-			}
-			for i, inside := range []float64{c.TTFTInside, c.TPOTInside} {
-				if !found[i] {
-					t[i], found[i] = tail, inside >= NominalCoverage-coverageSlack
-				}
-			}
-			if found[0] && found[1] {
-				break
 			}
 		}
 		kind := intervalsAt(kp, source, t).For(k)
@@ -202,13 +197,29 @@ func CalibratedIntervals(preds []Prediction, by string, env estimate.Env, source
 		if err != nil {
 			return nil, Coverage{}, err
 		}
-		cov.TTFTInside += c.TTFTInside * float64(c.N)
-		cov.TPOTInside += c.TPOTInside * float64(c.N)
-		cov.N += c.N
+		cov.add(c)
 	}
-	if cov.N > 0 {
-		cov.TTFTInside /= float64(cov.N)
-		cov.TPOTInside /= float64(cov.N)
+	return iv, cov.coverage(), nil
+}
+
+// widen is, per latency, the first of IntervalTails at which the runs'
+// cross-fitted coverage reaches NominalCoverage, or the last.
+func widen(preds []Prediction, by string, env estimate.Env) (tails, error) {
+	var t tails
+	var found [2]bool
+	for _, tail := range IntervalTails {
+		c, err := crossCoverageAt(preds, by, env, tails{tail, tail})
+		if err != nil {
+			return t, err
+		}
+		for i, inside := range []float64{c.TTFTInside, c.TPOTInside} {
+			if !found[i] {
+				t[i], found[i] = tail, inside >= NominalCoverage-coverageSlack
+			}
+		}
+		if found[0] && found[1] {
+			break
+		}
 	}
-	return iv, cov, nil
+	return t, nil
 }

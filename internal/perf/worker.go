@@ -383,9 +383,9 @@ func (w *Worker) lmHead(sampled float64) float64 {
 
 // moeKernelFor picks the fused-MoE summary: fitted to the measured table of
 // this GPU and backend when --kernels gives one, else the embedded one of
-// the architecture (either way, one that is not Plausible gives way as in
-// MoEKernelFor, and Notes says so). A slice scales either by its peak and
-// bandwidth.
+// the architecture. Either way one that is not Plausible gives way as in
+// MoEKernelFor; Notes says so where the embedded one gives way. A slice
+// scales either by its peak and bandwidth.
 func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 	d := w.cfg.Device
 	if p.Kernels != nil {
