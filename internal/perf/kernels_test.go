@@ -184,6 +184,25 @@ func TestKernelsMoESummaryFromTables(t *testing.T) {
 	if implausible != embedded {
 		t.Errorf("a table's MoE kernel at a tenth of the bandwidth: step %g s, want the embedded summary's %g s", implausible, embedded)
 	}
+	// Only the table that gave way is noted.
+	for name, tc := range map[string]struct {
+		k    *perftest.Kernels
+		note string
+	}{
+		"slow but plausible": {&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.3, RowsHalf: 100, ParamsHalf: 1e8}}, ""},
+		"implausible":        {&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.1, RowsHalf: 100, ParamsHalf: 1e8}}, "streams expert weights at 10% of the bandwidth"},
+		"no MoE answer":      {&perftest.Kernels{}, ""},
+	} {
+		p := perf.MustDefaultParams().Clone()
+		p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return tc.k, nil }
+		w, err := perf.NewWorker(cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := w.Notes(); (tc.note == "") != (len(n) == 0) || (tc.note != "" && !strings.Contains(n[0], tc.note)) {
+			t.Errorf("%s: notes %q, want one saying %q", name, n, tc.note)
+		}
+	}
 	if slow <= 2*embedded {
 		t.Errorf("a table's slow MoE kernel gave %g s, the embedded one %g s: the table was not used", slow, embedded)
 	}

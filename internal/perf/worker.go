@@ -384,8 +384,8 @@ func (w *Worker) lmHead(sampled float64) float64 {
 // moeKernelFor picks the fused-MoE summary: fitted to the measured table of
 // this GPU and backend when --kernels gives one, else the embedded one of
 // the architecture. Either way one that is not Plausible gives way as in
-// MoEKernelFor; Notes says so where the embedded one gives way. A slice
-// scales either by its peak and bandwidth.
+// MoEKernelFor, and Notes says so. A slice scales either by its peak and
+// bandwidth.
 func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 	d := w.cfg.Device
 	if p.Kernels != nil {
@@ -397,6 +397,10 @@ func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 			mk, err := k.MoE(w.cfg.Weights)
 			if err != nil || (mk != nil && mk.Plausible()) {
 				return mk, err
+			}
+			if mk != nil {
+				w.notes = append(w.notes, fmt.Sprintf("the measured %s %s fused-MoE table of %s streams expert weights at %.0f%% of the bandwidth, below the %.0f%% a served kernel reaches: experts priced with the embedded summaries",
+					w.cfg.Backend, w.cfg.Weights, d.GPU.Name, 100*mk.Bandwidth, 100*slowestServed))
 			}
 		}
 	}
