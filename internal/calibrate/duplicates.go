@@ -20,7 +20,7 @@ const minRepeatDigits = 6
 
 // minCopyDigits is how many significant digits a rounded record's TTFT and
 // TPOT must carry together before it is taken for a copy of a full record
-// that agrees with it in configuration and rounds to its values.
+// whose values round to its own.
 const minCopyDigits = 7
 
 // maxCopyDecimals bounds the decimals a rounded copy is compared at; full

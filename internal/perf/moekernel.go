@@ -124,12 +124,19 @@ func (p *Params) moeKernelChoice(g *catalog.GPU, b Backend, w catalog.Precision)
 		return own, ""
 	}
 	k, from := f.servedMoE(w, fits)
-	instead := "dense GEMMs"
+	instead := "as dense GEMMs"
 	if k != nil {
-		instead = fmt.Sprintf("%s's %s summary", from, w)
+		instead = fmt.Sprintf("as %s's %s summary", from, w)
 	}
-	return k, fmt.Sprintf("%s's %s fused-MoE kernel table streams expert weights at %.0f%% of %s's bandwidth, below the %.0f%% a served kernel reaches: experts priced as %s",
-		b, w, 100*own.Bandwidth, g.Name, 100*slowestServed, instead)
+	return k, givesWay(fmt.Sprintf("%s's %s fused-MoE kernel table", b, w), own, g.Name+"'s", instead)
+}
+
+// givesWay is the note of a summary that gave way: what table streams
+// expert weights at what share of whose bandwidth, and what prices the
+// experts instead.
+func givesWay(table string, k *MoEKernel, whose, instead string) string {
+	return fmt.Sprintf("%s streams expert weights at %.0f%% of %s bandwidth, below the %.0f%% a served kernel reaches: experts priced %s",
+		table, 100*k.Bandwidth, whose, 100*slowestServed, instead)
 }
 
 // servedMoE is the plausible summary at precision w with the highest

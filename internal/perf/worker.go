@@ -399,8 +399,8 @@ func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 				return mk, err
 			}
 			if mk != nil {
-				w.notes = append(w.notes, fmt.Sprintf("the measured %s %s fused-MoE table of %s streams expert weights at %.0f%% of the bandwidth, below the %.0f%% a served kernel reaches: experts priced with the embedded summaries",
-					w.cfg.Backend, w.cfg.Weights, d.GPU.Name, 100*mk.Bandwidth, 100*slowestServed))
+				table := fmt.Sprintf("the measured %s %s fused-MoE table of %s", w.cfg.Backend, w.cfg.Weights, d.GPU.Name)
+				w.notes = append(w.notes, givesWay(table, mk, "the", "with the embedded summaries"))
 			}
 		}
 	}
