@@ -77,7 +77,10 @@ type Request struct {
 	ISL, OSL int
 	// Arrival is when the request reached this engine.
 	Arrival float64
-	// FirstToken and Finish are set by the engine (Finish is the hand-off time for prefill engines).
+	// FirstToken and Finish are set by the engine (Finish is the hand-off
+	// time for prefill engines). A decode engine sets FirstToken when it
+	// admits the request: the user's stream comes from the decode worker,
+	// so the first token reaches the user no earlier.
 	FirstToken float64
 	Finish     float64
 	// Worker is an opaque tag the caller may use (which engine served it).
@@ -96,7 +99,8 @@ type Request struct {
 	chunkThisIt int
 }
 
-// Sink receives request events in time order.
+// Sink receives request events in time order. FirstToken is called when a
+// request's first token is out: for a decode engine, when it admits one.
 type Sink interface {
 	FirstToken(r *Request, t float64)
 	Finished(r *Request, t float64)
@@ -347,7 +351,10 @@ func (e *Engine) admit(now float64) {
 		if e.cfg.Role == Decode {
 			// The prompt's KV arrived with the request; the first token came from the prefill engine.
 			if r.generated == 0 {
+				// First admission (not a return after preemption).
 				r.generated = 1
+				r.FirstToken = now
+				e.sink.FirstToken(r, now)
 			}
 			if r.generated >= r.OSL {
 				r.Finish = now

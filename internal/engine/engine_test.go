@@ -167,6 +167,19 @@ func TestRolesAndRejections(t *testing.T) {
 	if want := 10 * (1e-3 + 1e-5); math.Abs(rec.done[3]-want) > 1e-12 {
 		t.Fatalf("decode finished at %g, want %g", rec.done[3], want)
 	}
+	// A decode engine reports its admission as the first token: with one
+	// slot, the second request is admitted when the first finishes.
+	rec = newRecorder()
+	one, _ := New(Config{Role: Decode, MaxBatchedTokens: 256, MaxSeqs: 1, KVTokens: 1000}, cost, rec)
+	for id := int64(4); id <= 5; id++ {
+		if err := one.Submit(&Request{ID: id, ISL: 300, OSL: 11}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, one)
+	if at, ok := rec.first[4]; !ok || at != 0 || rec.first[5] != rec.done[4] || rec.done[4] == 0 {
+		t.Fatalf("decode admissions at %g and %g, want 0 and the first's finish %g", rec.first[4], rec.first[5], rec.done[4])
+	}
 	if _, err := New(Config{MaxBatchedTokens: 0, MaxSeqs: 1, KVTokens: 1}, cost, rec); err == nil {
 		t.Fatal("zero token budget must be rejected")
 	}

@@ -50,7 +50,15 @@ type decodeSink struct {
 	next func(float64) error
 }
 
-func (s *decodeSink) FirstToken(*engine.Request, float64) {}
+// FirstToken is the decode engine admitting a request. The user's stream
+// comes from the decode worker, which reserves the request's cache before
+// the hand-off: a request that waits for a decode slot waits in its TTFT,
+// not in its TPOT.
+func (s *decodeSink) FirstToken(r *engine.Request, t float64) {
+	if f, ok := s.h.first[r.ID]; ok && t > f {
+		s.h.first[r.ID] = t
+	}
+}
 func (s *decodeSink) Finished(r *engine.Request, t float64) {
 	first := s.h.first[r.ID]
 	r.Arrival = s.h.arrival[r.ID]

@@ -170,3 +170,37 @@ func BenchmarkAggregatedEstimate(b *testing.B) {
 		})
 	}
 }
+
+// A request waiting for a decode slot waits in its TTFT: the user's stream
+// comes from the decode worker. Its TPOT is the decode steps alone.
+func TestDecodeSlotWaitIsInTTFT(t *testing.T) {
+	c := catalog.MustDefault()
+	m, _ := c.Model("Qwen/Qwen3-32B")
+	dev, err := c.Device("h100_sxm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 1)
+	d, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: perf.VLLM, Weights: catalog.FP8, TP: 1, MaxSeqs: 4}, perf.MustDefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := Disagg{Prefill: p, Decode: d, PrefillWorkers: 2, DecodeWorkers: 1, SameDomain: true}
+	const osl = 200
+	fits, err := Disaggregated(dep, Workload{ISL: 1000, OSL: osl, Concurrency: 4}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued, err := Disaggregated(dep, Workload{ISL: 1000, OSL: osl, Concurrency: 16}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four slots run four at a time either way.
+	if math.Abs(queued.TPOTms-fits.TPOTms)/fits.TPOTms > 0.1 {
+		t.Errorf("TPOT with 16 users on 4 decode slots = %.2f ms, want about the %.2f ms of 4 users: the wait for a slot is not decoding", queued.TPOTms, fits.TPOTms)
+	}
+	// Each request waits about three requests' decoding for its slot.
+	if wait := queued.TTFTms - fits.TTFTms; wait < 2*osl*fits.TPOTms {
+		t.Errorf("TTFT with 16 users on 4 decode slots = %.0f ms, only %.0f ms above 4 users' (%.2f ms TPOT x %d tokens a request)", queued.TTFTms, wait, fits.TPOTms, osl)
+	}
+}

@@ -385,10 +385,21 @@ type sinkFor struct {
 	w *worker
 }
 
+// FirstToken records an aggregated engine's first token, and a decode
+// engine admitting a request after its hand-off landed: the user's stream
+// comes from the decode worker (serving's decodeSink does the same).
 func (k sinkFor) FirstToken(er *engine.Request, t float64) {
 	r := k.s.reqs[er.ID]
-	if r != nil && r.first == 0 && k.w.pool.spec.Role == engine.Aggregated {
-		r.first = t
+	if r == nil {
+		return
+	}
+	switch k.w.pool.spec.Role {
+	case engine.Aggregated:
+		if r.first == 0 {
+			r.first = t
+		}
+	case engine.Decode:
+		r.first = math.Max(r.first, t)
 	}
 }
 

@@ -271,3 +271,39 @@ func TestAPIServerQueuesABurst(t *testing.T) {
 		}
 	}
 }
+
+// With more users than decode slots, requests wait for a slot in their TTFT
+// (the user's stream comes from the decode worker), in the simulator as in
+// the estimate; the ITL stays the decode steps'.
+func TestDisaggDecodeSlotWaitAgreesWithEstimate(t *testing.T) {
+	p, d := newWorker(t, 1, 0, 0), newWorker(t, 1, 4, 0)
+	transfer := func(isl int) float64 { return perf.KVTransferTime(isl, p, d, true) }
+	wl := serving.Workload{ISL: 1000, OSL: 200, Concurrency: 16}
+	est, err := serving.Disaggregated(serving.Disagg{Prefill: p, Decode: d, PrefillWorkers: 2, DecodeWorkers: 1, SameDomain: true}, wl, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Pools: []PoolSpec{
+		{Name: "prefill", Role: engine.Prefill, Worker: p, Replicas: 2},
+		{Name: "decode", Role: engine.Decode, Worker: d, Replicas: 1}},
+		KVTransfer: transfer,
+		Users: &Users{N: 16, ISL: workload.Fixed{N: 1000}, OSL: workload.Fixed{N: 200}, Duration: 600,
+			Ramp: 3, Rng: rand.New(rand.NewPCG(1, 1))}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev := math.Abs(sum.ITLMeanms-est.TPOTms) / est.TPOTms; dev > 0.1 {
+		t.Errorf("mean ITL %.2f ms vs estimate TPOT %.2f ms", sum.ITLMeanms, est.TPOTms)
+	}
+	if dev := math.Abs(sum.TTFTMeanms-est.TTFTms) / est.TTFTms; dev > 0.15 {
+		t.Errorf("mean TTFT %.0f ms vs estimate %.0f ms", sum.TTFTMeanms, est.TTFTms)
+	}
+	// Three of every four requests wait for a slot: most of the request time.
+	if sum.TTFTMeanms < 2*200*est.TPOTms {
+		t.Errorf("mean TTFT %.0f ms leaves out the wait for a decode slot (TPOT %.2f ms x 200 tokens)", sum.TTFTMeanms, est.TPOTms)
+	}
+}
