@@ -17,7 +17,7 @@ import (
 
 // cacheFormat changes whenever what a cache file holds, or how the tables
 // are read into it, changes: old files then miss and are rebuilt.
-const cacheFormat = "gpuplane-kernels-4"
+const cacheFormat = "gpuplane-kernels-5"
 
 // A parsed set, and the MoE summaries fitted to its table, are kept in a
 // cache folder as gob files, one per system and backend, named by a hash
@@ -43,7 +43,7 @@ type cachedSet struct {
 	Format                   string
 	System, Backend, Version string
 	GPU                      GPU
-	Dropped                  map[string]int
+	Dropped, Stalled         map[string]int
 	Grids                    []cachedGrid
 }
 
@@ -134,7 +134,7 @@ func cacheKey(dir, system, backend string) (string, error) {
 }
 
 func (s *Set) snapshot() cachedSet {
-	c := cachedSet{Format: cacheFormat, System: s.System, Backend: s.Backend, Version: s.Version, GPU: s.GPU, Dropped: s.Dropped}
+	c := cachedSet{Format: cacheFormat, System: s.System, Backend: s.Backend, Version: s.Version, GPU: s.GPU, Dropped: s.Dropped, Stalled: s.Stalled}
 	add := func(op, dtype string, attn AttnKey, g *Grid) {
 		if g == nil {
 			return
@@ -150,6 +150,12 @@ func (s *Set) snapshot() cachedSet {
 	for k, g := range s.GenerationAttention {
 		add(OpGenerationAttention, "", k, g)
 	}
+	for k, g := range s.ContextMLA {
+		add(OpContextMLA, "", k, g)
+	}
+	for k, g := range s.GenerationMLA {
+		add(OpGenerationMLA, "", k, g)
+	}
 	add(OpAllReduce, "", AttnKey{}, s.AllReduce)
 	return c
 }
@@ -164,6 +170,9 @@ func restore(c cachedSet, dir string) (*Set, error) {
 	s.dir = dir
 	for op, n := range c.Dropped {
 		s.Dropped[op] = n
+	}
+	for op, n := range c.Stalled {
+		s.Stalled[op] = n
 	}
 	for _, cg := range c.Grids {
 		g := s.table(Sample{Op: cg.Op, Dtype: cg.Dtype, Attn: cg.Attn}, true)

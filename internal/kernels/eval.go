@@ -36,6 +36,10 @@ func (s *Set) Time(smp Sample) (float64, bool) {
 		return s.ContextAttentionTime(smp.Attn, k[0], k[1], k[2], k[3])
 	case OpGenerationAttention:
 		return s.GenerationAttentionTime(smp.Attn, k[0], k[1], k[2], k[3])
+	case OpContextMLA:
+		return s.ContextMLATime(smp.Attn, k[0], k[1], k[2])
+	case OpGenerationMLA:
+		return s.GenerationMLATime(smp.Attn.KVDtype, k[0], k[1], k[2])
 	case OpAllReduce:
 		return s.AllReduceTime(k[0], k[1])
 	case OpMoE:

@@ -21,6 +21,9 @@ func TestHeldOutKernelRows(t *testing.T) {
 		if len(s.Dropped) > 0 {
 			t.Logf("%-9s %-7s dropped as faster than the roofline: %v", sys, be, s.Dropped)
 		}
+		if len(s.Stalled) > 0 {
+			t.Logf("%-9s %-7s dropped as stalls: %v", sys, be, s.Stalled)
+		}
 		for _, a := range Evaluate(s, held) {
 			t.Logf("%-9s %-7s %-21s n=%5d missed=%2d MAPE %5.1f%% median %4.1f%% p90 %5.1f%% bias %+5.1f%%",
 				sys, be, a.Op, a.N, a.Missed, a.MAPE, a.Median, a.P90, a.Bias)
@@ -30,7 +33,7 @@ func TestHeldOutKernelRows(t *testing.T) {
 			all = append(all, a)
 		}
 	})
-	for _, op := range []string{OpGEMM, OpContextAttention, OpGenerationAttention, OpAllReduce} {
+	for _, op := range []string{OpGEMM, OpContextAttention, OpGenerationAttention, OpContextMLA, OpGenerationMLA, OpAllReduce} {
 		p := Pool(op, all)
 		t.Logf("pooled %-21s n=%6d MAPE %5.1f%% bias %+5.1f%%", op, p.N, p.MAPE, p.Bias)
 		if p.N == 0 || p.MAPE > 10 {

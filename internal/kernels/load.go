@@ -36,12 +36,18 @@ type Set struct {
 	ContextAttention map[AttnKey]*Grid
 	// GenerationAttention over (num_heads, kv_heads, batch, kv_len).
 	GenerationAttention map[AttnKey]*Grid
+	// ContextMLA over (num_heads, isl, batch) and GenerationMLA over
+	// (num_heads, batch, kv_len), by mla and KV-cache dtype (mla.go).
+	ContextMLA, GenerationMLA map[AttnKey]*Grid
 	// AllReduce over (num_gpus, elements): the backend's own CUDA-graph
 	// all-reduce where measured, else NCCL's, 16-bit elements.
 	AllReduce *Grid
 	// Dropped counts rows per op kind faster than the GPU's roofline allows
 	// (a collector artefact, e.g. a kernel that did not run): kept out.
 	Dropped map[string]int
+	// Stalled counts rows per op kind far slower than a larger shape of
+	// the same table (stalls; see stallFactor): kept out.
+	Stalled map[string]int
 
 	dir      string // the kernel tree, for the MoE table read on first use
 	moeCache string // where the fitted MoE summaries are kept ("" for nowhere)
@@ -167,7 +173,8 @@ func LoadHoldingOut(dir, system, backend string, hold func(Sample) bool) (*Set, 
 func newSet(system, backend, version string, gpu GPU) *Set {
 	return &Set{System: system, Backend: backend, Version: version, GPU: gpu, GEMM: map[string]*Grid{},
 		ContextAttention: map[AttnKey]*Grid{}, GenerationAttention: map[AttnKey]*Grid{}, AllReduce: NewGrid(2),
-		Dropped: map[string]int{}}
+		ContextMLA: map[AttnKey]*Grid{}, GenerationMLA: map[AttnKey]*Grid{},
+		Dropped: map[string]int{}, Stalled: map[string]int{}}
 }
 
 func (s *Set) load(dir, vdir string, keep func(Sample) bool) error {
@@ -194,6 +201,9 @@ func (s *Set) load(dir, vdir string, keep func(Sample) bool) error {
 		}
 		return s.add(Sample{Op: OpGenerationAttention, Attn: k, Key: []float64{r.num(4), r.num(5), r.num(6), r.num(7) + r.num(8)}, Latency: r.num(9)}, keep)
 	}); err != nil {
+		return err
+	}
+	if err := s.loadMLA(vdir, keep); err != nil {
 		return err
 	}
 	return s.loadAllReduce(dir, vdir, keep)
@@ -232,6 +242,10 @@ func (s *Set) table(smp Sample, create bool) *Grid {
 		return get(s.ContextAttention[smp.Attn], 4, func(g *Grid) { s.ContextAttention[smp.Attn] = g })
 	case OpGenerationAttention:
 		return get(s.GenerationAttention[smp.Attn], 4, func(g *Grid) { s.GenerationAttention[smp.Attn] = g })
+	case OpContextMLA:
+		return get(s.ContextMLA[smp.Attn], 3, func(g *Grid) { s.ContextMLA[smp.Attn] = g })
+	case OpGenerationMLA:
+		return get(s.GenerationMLA[smp.Attn], 3, func(g *Grid) { s.GenerationMLA[smp.Attn] = g })
 	case OpAllReduce:
 		return s.AllReduce
 	}

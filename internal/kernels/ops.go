@@ -202,6 +202,10 @@ func (s *Set) plausible(smp Sample) bool {
 			kv = k[0]
 		}
 		roof = s.GPU.GenerationAttentionRoofline(smp.Attn, k[0], kv, k[2], k[3])
+	case OpContextMLA:
+		roof = s.GPU.ContextMLARoofline(smp.Attn, k[0], k[1], k[2])
+	case OpGenerationMLA:
+		roof = s.GPU.GenerationMLARoofline(smp.Attn, k[0], k[1], k[2])
 	default:
 		return true
 	}

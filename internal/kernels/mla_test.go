@@ -1,0 +1,66 @@
+package kernels
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/sharedtest"
+)
+
+func TestStalls(t *testing.T) {
+	ctx := AttnKey{AttnDtype: "bfloat16", KVDtype: "bfloat16"}
+	smp := func(op string, k AttnKey, lat float64, key ...float64) Sample {
+		return Sample{Op: op, Attn: k, Key: key, Latency: lat}
+	}
+	for _, tc := range []struct {
+		name string
+		rows []Sample
+		want []bool
+	}{
+		{"slower than a larger shape by more than the factor", []Sample{
+			smp(OpContextMLA, ctx, 1.6, 2, 512, 64), smp(OpContextMLA, ctx, 1.0, 2, 512, 128)}, []bool{true, false}},
+		{"within the factor: timing noise, kept", []Sample{
+			smp(OpContextMLA, ctx, 1.4, 2, 512, 64), smp(OpContextMLA, ctx, 1.0, 2, 512, 128)}, []bool{false, false}},
+		{"the larger shape must be at least as large in every key", []Sample{
+			smp(OpContextMLA, ctx, 3, 4, 512, 64), smp(OpContextMLA, ctx, 1, 2, 1024, 128)}, []bool{false, false}},
+		{"another table is not compared", []Sample{
+			smp(OpContextMLA, ctx, 3, 2, 512, 64), smp(OpContextMLA, AttnKey{AttnDtype: "bfloat16", KVDtype: "fp8"}, 1, 2, 512, 128),
+			smp(OpGenerationMLA, AttnKey{KVDtype: "bfloat16"}, 1, 2, 512, 128)}, []bool{false, false, false}},
+		{"a repeat of the same shape counts as at least as large", []Sample{
+			smp(OpGenerationMLA, ctx, 5, 16, 8, 1024), smp(OpGenerationMLA, ctx, 1, 16, 8, 1024)}, []bool{true, false}},
+	} {
+		if got := stalls(tc.rows); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: stalls %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The MLA tables come back from the cache as they were parsed, stalls
+// and all.
+func TestCacheHoldsMLATables(t *testing.T) {
+	dir := sharedtest.Path(t, "reference", "kernels")
+	cache := t.TempDir()
+	parsed, err := Load(dir, "h200_sxm", "trtllm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadCached(dir, cache, "h200_sxm", "trtllm"); err != nil {
+		t.Fatal(err)
+	}
+	cached, err := loadCached(dir, cache, "h200_sxm", "trtllm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parsed.ContextMLA) == 0 || len(parsed.GenerationMLA) == 0 {
+		t.Fatalf("h200_sxm/trtllm: %d context and %d generation MLA tables", len(parsed.ContextMLA), len(parsed.GenerationMLA))
+	}
+	if !reflect.DeepEqual(leafMap(parsed), leafMap(cached)) || !reflect.DeepEqual(parsed.Stalled, cached.Stalled) {
+		t.Fatal("the cached set differs from the parsed one")
+	}
+	a, okA := parsed.GenerationMLATime("fp8", 16, 64, 3000)
+	b, okB := cached.GenerationMLATime("fp8", 16, 64, 3000)
+	c, okC := parsed.ContextMLATime(AttnKey{AttnDtype: "bfloat16", KVDtype: "fp8"}, 16, 3000, 2)
+	if !okA || !okB || !okC || a != b || !(a > 0) || !(c > 0) {
+		t.Errorf("generation MLA %g (%v) parsed, %g (%v) cached; context MLA %g (%v)", a, okA, b, okB, c, okC)
+	}
+}
