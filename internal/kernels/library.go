@@ -95,6 +95,11 @@ func (a seconds) GenerationAttention(kvDtype string, headDim, window int, heads,
 	return v / 1e3, ok
 }
 
+func (a seconds) GenerationMLA(kvDtype string, heads, batch, kvLen float64) (float64, bool) {
+	v, ok := a.s.GenerationMLATime(kvDtype, heads, batch, kvLen)
+	return v / 1e3, ok
+}
+
 func (a seconds) MoE(w catalog.Precision) (*perf.MoEKernel, error) { return a.s.MoEKernel(w) }
 
 func (a seconds) AllReduce(gpus, elems float64) (float64, bool) {

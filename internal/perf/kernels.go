@@ -16,6 +16,9 @@ type Kernels interface {
 	ContextAttention(attnDtype, kvDtype string, headDim, window int, heads, kvHeads, isl, batch float64) (float64, bool)
 	GenerationAttention(kvDtype string, headDim, window int, heads, kvHeads, batch, kvLen float64) (float64, bool)
 	AllReduce(gpus, elems float64) (float64, bool)
+	// GenerationMLA is one absorbed-MLA decode step (the attention core) of
+	// batch sequences over kvLen cached tokens with heads per GPU.
+	GenerationMLA(kvDtype string, heads, batch, kvLen float64) (float64, bool)
 	// MoE is the fused-MoE kernel summary fitted to this GPU's and
 	// backend's table at a weight precision (nil: none measured).
 	MoE(w catalog.Precision) (*MoEKernel, error)
@@ -141,10 +144,21 @@ func (o *opModel) ctxAttention(isl, batch float64) (float64, bool) {
 	return t, ok
 }
 
-// fitDecode fits t(b, s) = gamma + alpha*b + beta*b*s to the table over
-// batch sizes and context lengths serving sees, by least squares on the
-// relative error (each row divided by its measured time).
+// fitDecode fits the table's decode attention (see fitAffineDecode).
 func (o *opModel) fitDecode() bool {
+	var ok bool
+	o.gamma, o.alpha, o.beta, ok = fitAffineDecode(func(b, s float64) (float64, bool) {
+		return o.k.GenerationAttention(o.kvDtype, int(o.headDim), 0, o.heads, o.kvHeads, b, s)
+	})
+	return ok
+}
+
+// fitAffineDecode fits t(b, s) = gamma + alpha*b + beta*b*s to a decode
+// attention table over batch sizes and context lengths serving sees, by
+// least squares on the relative error (each row divided by its measured
+// time). ok is false where the table does not answer every point or the
+// fit leaves no cost per cached token.
+func fitAffineDecode(table func(b, s float64) (float64, bool)) (gamma, alpha, beta float64, ok bool) {
 	bs := []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}
 	ss := []float64{256, 1024, 2048, 4096, 8192, 16384}
 	a := mat.NewDense(len(bs)*len(ss), 3, nil)
@@ -152,9 +166,9 @@ func (o *opModel) fitDecode() bool {
 	row := 0
 	for _, b := range bs {
 		for _, s := range ss {
-			t, ok := o.k.GenerationAttention(o.kvDtype, int(o.headDim), 0, o.heads, o.kvHeads, b, s)
-			if !ok || t <= 0 {
-				return false
+			t, ok := table(b, s)
+			if !ok || !(t > 0) {
+				return 0, 0, 0, false
 			}
 			a.SetRow(row, []float64{1 / t, b / t, b * s / t})
 			ones.SetVec(row, 1)
@@ -163,10 +177,36 @@ func (o *opModel) fitDecode() bool {
 	}
 	var x mat.VecDense
 	if err := x.SolveVec(a, ones); err != nil {
-		return false
+		return 0, 0, 0, false
 	}
-	o.gamma, o.alpha, o.beta = math.Max(x.AtVec(0), 0), math.Max(x.AtVec(1), 0), math.Max(x.AtVec(2), 0)
-	return o.beta > 0
+	gamma, alpha, beta = math.Max(x.AtVec(0), 0), math.Max(x.AtVec(1), 0), math.Max(x.AtVec(2), 0)
+	return gamma, alpha, beta, beta > 0
+}
+
+// mlaDecode is an MLA model's decode attention core priced from the
+// generation-MLA table: gamma per layer and step, alpha per sequence,
+// beta per cached token (affine, as the engine's fast-forward needs).
+type mlaDecode struct{ gamma, alpha, beta float64 }
+
+// newMLADecode fits the table for an MLA worker on whole GPUs in one
+// pipeline stage, or returns nil where the tables do not answer or fail
+// the decode bandwidth cross-check (the roofline then prices it).
+func newMLADecode(w *Worker, p *Params) (*mlaDecode, error) {
+	cfg := w.cfg
+	d := cfg.Device
+	if p.Kernels == nil || cfg.Model.MLA == nil || cfg.Model.Sparse != nil || d.ComputeFraction != 1 || d.BandwidthFraction != 1 || cfg.PP != 1 {
+		return nil, nil
+	}
+	k, err := p.Kernels(d.GPU.Name, cfg.Backend)
+	if err != nil || k == nil {
+		return nil, err
+	}
+	heads, kv := float64(cfg.Model.AttentionHeads)/w.tp, kvDtype(cfg.KV)
+	g, a, b, ok := fitAffineDecode(func(batch, s float64) (float64, bool) { return k.GenerationMLA(kv, heads, batch, s) })
+	if !ok || !DecodePlausible(b, w.kvElemsGPU*cfg.KV.Bytes(), d.BandwidthGBps()*1e9) {
+		return nil, nil
+	}
+	return &mlaDecode{gamma: g, alpha: a, beta: b}, nil
 }
 
 // denseLayer is one layer's attention projections, dense MLP and

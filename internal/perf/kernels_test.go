@@ -207,3 +207,60 @@ func TestKernelsMoESummaryFromTables(t *testing.T) {
 		t.Errorf("a table's slow MoE kernel gave %g s, the embedded one %g s: the table was not used", slow, embedded)
 	}
 }
+
+// mlaWorker is DeepSeek-V3 in FP8 on eight H200s (tp 8) with fake tables.
+func mlaWorker(t *testing.T, model string, k *perftest.Kernels) *perf.Worker {
+	t.Helper()
+	c := catalog.MustDefault()
+	m, err := c.Model(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.GPU("h200_sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := perf.MustDefaultParams()
+	if k != nil {
+		p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
+	}
+	w, err := perf.NewWorker(perf.Config{Model: m, Device: catalog.WholeDevice(g), Backend: perf.TRTLLM, Weights: catalog.FP8, KV: catalog.FP8, TP: 8, PP: 1}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// An MLA model's decode attention comes from the generation-MLA table:
+// the affine fit recovers the table's terms, per MLA layer.
+func TestKernelsMLADecodeFromTable(t *testing.T) {
+	// 576 fp8 bytes of latent per cached token and layer in 2e-10 s:
+	// 2.9 TB/s, 60% of the H200's bandwidth.
+	const gamma, alpha, beta = 8e-6, 3e-7, 2e-10
+	fake := func(g, a, b float64) *perftest.Kernels { return &perftest.Kernels{GenGamma: g, GenAlpha: a, GenBeta: b} }
+	w := mlaWorker(t, "deepseek-ai/DeepSeek-V3", fake(gamma, alpha, beta))
+	layers := float64(w.Config().Model.FullAttentionLayers())
+	if got, want := w.DecodeCtxCost(), layers*beta; math.Abs(got-want) > 1e-6*want {
+		t.Fatalf("decode context cost %g, want %g", got, want)
+	}
+	b := perf.Batch{DecodeSeqs: 16, DecodeCtx: 16 * 3000, Sampled: 16}
+	// gamma and alpha: the same worker with either term zero differs by
+	// it, per layer (and alpha per sequence).
+	if d := w.StepTime(b) - mlaWorker(t, "deepseek-ai/DeepSeek-V3", fake(0, alpha, beta)).StepTime(b); math.Abs(d-layers*gamma) > 1e-6*layers*gamma {
+		t.Errorf("gamma adds %g to a step, want %g", d, layers*gamma)
+	}
+	if d := w.StepTime(b) - mlaWorker(t, "deepseek-ai/DeepSeek-V3", fake(gamma, 0, beta)).StepTime(b); math.Abs(d-16*layers*alpha) > 1e-6*16*layers*alpha {
+		t.Errorf("alpha adds %g to a step of 16, want %g", d, 16*layers*alpha)
+	}
+	// Faster than the spec bandwidth (28.8 TB/s): the roofline stays.
+	roof := mlaWorker(t, "deepseek-ai/DeepSeek-V3", nil)
+	if got := mlaWorker(t, "deepseek-ai/DeepSeek-V3", fake(gamma, alpha, 2e-11)).StepTime(b); got != roof.StepTime(b) {
+		t.Errorf("implausible table: step %g, want the roofline's %g", got, roof.StepTime(b))
+	}
+	// Sparse attention (DeepSeek-V3.2) reads top-k entries, not the whole
+	// latent cache the table times: the roofline stays.
+	sparse := mlaWorker(t, "deepseek-ai/DeepSeek-V3.2", fake(gamma, alpha, beta))
+	if got, want := sparse.DecodeCtxCost(), mlaWorker(t, "deepseek-ai/DeepSeek-V3.2", nil).DecodeCtxCost(); got != want {
+		t.Errorf("sparse MLA decode context cost %g, want the roofline's %g", got, want)
+	}
+}

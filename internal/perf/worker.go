@@ -66,16 +66,17 @@ type Worker struct {
 	fullLayerFrac  float64
 	slideLayerFrac float64
 	slidingWindow  float64
-	decodeCtxCost  float64  // seconds per context token, all layers
-	decodeSeqCost  float64  // seconds per decode sequence: sliding windows, linear state, sparse top-k reads
-	arLatency      float64  // seconds
-	a2aLatency     float64  // seconds, one all-to-all over the EP group
-	linkBW         float64  // bytes/s per direction between ranks
-	ops            *opModel // measured kernels, when given and covering the config
-	tpAcrossNodes  bool     // the tensor-parallel ring leaves the NVLink domain
-	a2aNodeShare   float64  // share of all-to-all traffic that stays inside the NVLink domain
-	netBW          float64  // bytes/s per GPU over the scale-out network
-	netLatency     float64  // seconds
+	decodeCtxCost  float64    // seconds per context token, all layers
+	decodeSeqCost  float64    // seconds per decode sequence: sliding windows, linear state, sparse top-k reads
+	arLatency      float64    // seconds
+	a2aLatency     float64    // seconds, one all-to-all over the EP group
+	linkBW         float64    // bytes/s per direction between ranks
+	ops            *opModel   // measured kernels, when given and covering the config
+	mla            *mlaDecode // an MLA model's decode attention from its table
+	tpAcrossNodes  bool       // the tensor-parallel ring leaves the NVLink domain
+	a2aNodeShare   float64    // share of all-to-all traffic that stays inside the NVLink domain
+	netBW          float64    // bytes/s per GPU over the scale-out network
+	netLatency     float64    // seconds
 	moeKernel      *MoEKernel
 	notes          []string
 	moePeak, moeBW float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
@@ -237,6 +238,12 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	if w.ops != nil && w.ops.tableDecode {
 		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.ops.beta
 	}
+	if w.mla, err = newMLADecode(w, p); err != nil {
+		return nil, fmt.Errorf("kernel tables: %w", err)
+	}
+	if w.mla != nil {
+		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.mla.beta
+	}
 	if w.linState > 0 {
 		// Engines reserve a state slot per sequence up front (SGLang's
 		// state pool, vLLM's hybrid cache); the slots get at most half of
@@ -298,7 +305,7 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 	}
 	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
 	t += w.decodeSeqCost*float64(b.DecodeSeqs) + w.linTokCost*float64(b.PrefillTokens)
-	if w.ops == nil || !w.ops.tableDecode {
+	if (w.ops == nil || !w.ops.tableDecode) && w.mla == nil {
 		t += w.decodeAttnSeq * float64(b.DecodeSeqs)
 	}
 	return t
@@ -316,7 +323,11 @@ func (w *Worker) rooflineStep(b Batch, tokens float64) float64 {
 		layer += w.prefillAttention(b) + w.attnLayerFrac()*w.attnCall
 	}
 	if b.DecodeSeqs > 0 {
-		layer += w.attnLayerFrac() * w.decodeAttnCall
+		if w.mla != nil {
+			layer += w.attnLayerFrac() * (w.mla.gamma + w.mla.alpha*float64(b.DecodeSeqs))
+		} else {
+			layer += w.attnLayerFrac() * w.decodeAttnCall
+		}
 	}
 	t := w.pp * w.layersPerStage * layer
 	if b.Sampled > 0 {

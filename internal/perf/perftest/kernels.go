@@ -35,6 +35,12 @@ func (k *Kernels) GenerationAttention(_ string, _, _ int, _, _, batch, kvLen flo
 	return k.GenGamma + k.GenAlpha*batch + k.GenBeta*batch*kvLen, k.GenBeta > 0
 }
 
+// GenerationMLA answers like GenerationAttention.
+func (k *Kernels) GenerationMLA(_ string, _, batch, kvLen float64) (float64, bool) {
+	k.Calls++
+	return k.GenGamma + k.GenAlpha*batch + k.GenBeta*batch*kvLen, k.GenBeta > 0
+}
+
 func (k *Kernels) AllReduce(_, elems float64) (float64, bool) {
 	k.Calls++
 	return k.ARSecs * elems, k.ARSecs > 0
