@@ -1,6 +1,9 @@
 package kernels
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"sort"
+)
 
 // stallFactor: a measurement this many times slower than a measurement of
 // a shape at least as large in every key is a stall of the collector (a
@@ -86,17 +89,34 @@ func (s *Set) loadMLA(vdir string, keep func(Sample) bool) error {
 }
 
 // stalls marks the measurements stallFactor times slower than one of the
-// same table whose every key is at least as large. Quadratic in a table's
-// rows, which the MLA tables keep to a few thousand.
+// same table whose every key is at least as large. Within a table, only
+// rows that much faster can mark a row, so each row looks at the faster
+// end of its table's rows sorted by latency.
 func stalls(rows []Sample) []bool {
+	type table struct {
+		op   string
+		attn AttnKey
+	}
+	by := map[table][]int{}
+	for i, r := range rows {
+		k := table{r.Op, r.Attn}
+		by[k] = append(by[k], i)
+	}
 	out := make([]bool, len(rows))
-	for i, a := range rows {
-		for _, b := range rows {
-			if b.Op != a.Op || b.Attn != a.Attn || b.Latency*stallFactor >= a.Latency || !covers(b.Key, a.Key) {
-				continue
+	for _, idx := range by {
+		sort.Slice(idx, func(a, b int) bool { return rows[idx[a]].Latency < rows[idx[b]].Latency })
+		for _, i := range idx {
+			a := rows[i]
+			for _, j := range idx {
+				b := rows[j]
+				if b.Latency*stallFactor >= a.Latency {
+					break
+				}
+				if covers(b.Key, a.Key) {
+					out[i] = true
+					break
+				}
 			}
-			out[i] = true
-			break
 		}
 	}
 	return out
