@@ -237,7 +237,9 @@ func TestKernelsMLADecodeFromTable(t *testing.T) {
 	// 576 fp8 bytes of latent per cached token and layer in 2e-10 s:
 	// 2.9 TB/s, 60% of the H200's bandwidth.
 	const gamma, alpha, beta = 8e-6, 3e-7, 2e-10
-	fake := func(g, a, b float64) *perftest.Kernels { return &perftest.Kernels{GenGamma: g, GenAlpha: a, GenBeta: b} }
+	fake := func(g, a, b float64) *perftest.Kernels {
+		return &perftest.Kernels{GenGamma: g, GenAlpha: a, GenBeta: b}
+	}
 	w := mlaWorker(t, "deepseek-ai/DeepSeek-V3", fake(gamma, alpha, beta))
 	layers := float64(w.Config().Model.FullAttentionLayers())
 	if got, want := w.DecodeCtxCost(), layers*beta; math.Abs(got-want) > 1e-6*want {
