@@ -17,7 +17,7 @@ import (
 
 // cacheFormat changes whenever what a cache file holds, or how the tables
 // are read into it, changes: old files then miss and are rebuilt.
-const cacheFormat = "gpuplane-kernels-5"
+const cacheFormat = "gpuplane-kernels-6"
 
 // A parsed set, and the MoE summaries fitted to its table, are kept in a
 // cache folder as gob files, one per system and backend, named by a hash
@@ -155,6 +155,9 @@ func (s *Set) snapshot() cachedSet {
 	}
 	for k, g := range s.GenerationMLA {
 		add(OpGenerationMLA, "", k, g)
+	}
+	for k, g := range s.GDN {
+		add(OpGDN, k, AttnKey{}, g)
 	}
 	add(OpAllReduce, "", AttnKey{}, s.AllReduce)
 	return c

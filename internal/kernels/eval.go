@@ -40,6 +40,8 @@ func (s *Set) Time(smp Sample) (float64, bool) {
 		return s.ContextMLATime(smp.Attn, k[0], k[1], k[2])
 	case OpGenerationMLA:
 		return s.GenerationMLATime(smp.Attn.KVDtype, k[0], k[1], k[2])
+	case OpGDN:
+		return s.GDNTime(smp.Dtype, k[0], k[1], k[2])
 	case OpAllReduce:
 		return s.AllReduceTime(k[0], k[1])
 	case OpMoE:

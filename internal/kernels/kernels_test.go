@@ -33,7 +33,7 @@ func TestHeldOutKernelRows(t *testing.T) {
 			all = append(all, a)
 		}
 	})
-	for _, op := range []string{OpGEMM, OpContextAttention, OpGenerationAttention, OpContextMLA, OpGenerationMLA, OpAllReduce} {
+	for _, op := range []string{OpGEMM, OpContextAttention, OpGenerationAttention, OpContextMLA, OpGenerationMLA, OpGDN, OpAllReduce} {
 		p := Pool(op, all)
 		t.Logf("pooled %-21s n=%6d MAPE %5.1f%% bias %+5.1f%%", op, p.N, p.MAPE, p.Bias)
 		if p.N == 0 || p.MAPE > 10 {

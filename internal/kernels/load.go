@@ -39,6 +39,8 @@ type Set struct {
 	// ContextMLA over (num_heads, isl, batch) and GenerationMLA over
 	// (num_heads, batch, kv_len), by mla and KV-cache dtype (mla.go).
 	ContextMLA, GenerationMLA map[AttnKey]*Grid
+	// GDN over (value heads, batch, seq_len) by "kernel/phase" (gdn.go).
+	GDN map[string]*Grid
 	// AllReduce over (num_gpus, elements): the backend's own CUDA-graph
 	// all-reduce where measured, else NCCL's, 16-bit elements.
 	AllReduce *Grid
@@ -173,7 +175,7 @@ func LoadHoldingOut(dir, system, backend string, hold func(Sample) bool) (*Set, 
 func newSet(system, backend, version string, gpu GPU) *Set {
 	return &Set{System: system, Backend: backend, Version: version, GPU: gpu, GEMM: map[string]*Grid{},
 		ContextAttention: map[AttnKey]*Grid{}, GenerationAttention: map[AttnKey]*Grid{}, AllReduce: NewGrid(2),
-		ContextMLA: map[AttnKey]*Grid{}, GenerationMLA: map[AttnKey]*Grid{},
+		ContextMLA: map[AttnKey]*Grid{}, GenerationMLA: map[AttnKey]*Grid{}, GDN: map[string]*Grid{},
 		Dropped: map[string]int{}, Stalled: map[string]int{}}
 }
 
@@ -204,6 +206,9 @@ func (s *Set) load(dir, vdir string, keep func(Sample) bool) error {
 		return err
 	}
 	if err := s.loadMLA(vdir, keep); err != nil {
+		return err
+	}
+	if err := s.loadGDN(vdir, keep); err != nil {
 		return err
 	}
 	return s.loadAllReduce(dir, vdir, keep)
@@ -246,6 +251,8 @@ func (s *Set) table(smp Sample, create bool) *Grid {
 		return get(s.ContextMLA[smp.Attn], 3, func(g *Grid) { s.ContextMLA[smp.Attn] = g })
 	case OpGenerationMLA:
 		return get(s.GenerationMLA[smp.Attn], 3, func(g *Grid) { s.GenerationMLA[smp.Attn] = g })
+	case OpGDN:
+		return get(s.GDN[smp.Dtype], 3, func(g *Grid) { s.GDN[smp.Dtype] = g })
 	case OpAllReduce:
 		return s.AllReduce
 	}
