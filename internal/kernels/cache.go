@@ -40,11 +40,11 @@ type cachedGrid struct {
 }
 
 type cachedSet struct {
-	Format                   string
-	System, Backend, Version string
-	GPU                      GPU
-	Dropped, Stalled         map[string]int
-	Grids                    []cachedGrid
+	Format                    string
+	System, Backend, Version  string
+	GPU                       GPU
+	Dropped, Stalled, Skipped map[string]int
+	Grids                     []cachedGrid
 }
 
 type cachedMoE struct {
@@ -134,7 +134,7 @@ func cacheKey(dir, system, backend string) (string, error) {
 }
 
 func (s *Set) snapshot() cachedSet {
-	c := cachedSet{Format: cacheFormat, System: s.System, Backend: s.Backend, Version: s.Version, GPU: s.GPU, Dropped: s.Dropped, Stalled: s.Stalled}
+	c := cachedSet{Format: cacheFormat, System: s.System, Backend: s.Backend, Version: s.Version, GPU: s.GPU, Dropped: s.Dropped, Stalled: s.Stalled, Skipped: s.Skipped}
 	add := func(op, dtype string, attn AttnKey, g *Grid) {
 		if g == nil {
 			return
@@ -176,6 +176,9 @@ func restore(c cachedSet, dir string) (*Set, error) {
 	}
 	for op, n := range c.Stalled {
 		s.Stalled[op] = n
+	}
+	for why, n := range c.Skipped {
+		s.Skipped[why] = n
 	}
 	for _, cg := range c.Grids {
 		g := s.table(Sample{Op: cg.Op, Dtype: cg.Dtype, Attn: cg.Attn}, true)

@@ -21,6 +21,9 @@ func TestHeldOutKernelRows(t *testing.T) {
 		if len(s.Dropped) > 0 {
 			t.Logf("%-9s %-7s dropped as faster than the roofline: %v", sys, be, s.Dropped)
 		}
+		if len(s.Skipped) > 0 {
+			t.Logf("%-9s %-7s left out: %v", sys, be, s.Skipped)
+		}
 		if len(s.Stalled) > 0 {
 			t.Logf("%-9s %-7s dropped as stalls: %v", sys, be, s.Stalled)
 		}

@@ -50,6 +50,8 @@ type Set struct {
 	// Stalled counts rows per op kind far slower than a larger shape of
 	// the same table (stalls; see stallFactor): kept out.
 	Stalled map[string]int
+	// Skipped counts rows per reason the tables' keys cannot hold them.
+	Skipped map[string]int
 
 	dir      string // the kernel tree, for the MoE table read on first use
 	moeCache string // where the fitted MoE summaries are kept ("" for nowhere)
@@ -176,7 +178,7 @@ func newSet(system, backend, version string, gpu GPU) *Set {
 	return &Set{System: system, Backend: backend, Version: version, GPU: gpu, GEMM: map[string]*Grid{},
 		ContextAttention: map[AttnKey]*Grid{}, GenerationAttention: map[AttnKey]*Grid{}, AllReduce: NewGrid(2),
 		ContextMLA: map[AttnKey]*Grid{}, GenerationMLA: map[AttnKey]*Grid{}, GDN: map[string]*Grid{},
-		Dropped: map[string]int{}, Stalled: map[string]int{}}
+		Dropped: map[string]int{}, Stalled: map[string]int{}, Skipped: map[string]int{}}
 }
 
 func (s *Set) load(dir, vdir string, keep func(Sample) bool) error {
