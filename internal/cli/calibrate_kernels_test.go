@@ -320,3 +320,43 @@ func TestCalibrateKernelsFitsAttention(t *testing.T) {
 		t.Errorf("--only attention without attention tables: %v", err)
 	}
 }
+
+// calibrate ops scores a tree's tables on their own held-out rows: here
+// one MoE table priced by one kernel at eight token counts, which its own
+// rows answer within 25% (the grid is sparse: a factor of 4 between rows).
+func TestCalibrateOps(t *testing.T) {
+	dir := kernelTree(t, perf.MoEKernel{Compute: 0.3, Bandwidth: 0.75, RowsHalf: 40, LaunchUs: 35, ParamsHalf: 8e6})
+	stdout, stderr, err := run(t, "calibrate", "ops", "--kernels", dir, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var acc kernels.TreeAccuracy
+	if err := json.Unmarshal([]byte(stdout), &acc); err != nil {
+		t.Fatalf("%v in %s", err, stdout)
+	}
+	if acc.HoldOneIn != 10 || len(acc.Pooled) != 1 || acc.Pooled[0].Op != kernels.OpMoE || acc.Pooled[0].N == 0 || acc.Pooled[0].MAPE > 25 {
+		t.Fatalf("want the MoE table pooled within 25%%, got %+v", acc)
+	}
+	if len(acc.Sets) != 1 || acc.Sets[0].System != "h200_sxm" || acc.Sets[0].Backend != "vllm" {
+		t.Errorf("sets %+v, want h200_sxm/vllm", acc.Sets)
+	}
+	if !strings.Contains(stderr, "[1/1] h200_sxm/vllm") {
+		t.Errorf("no progress on stderr: %q", stderr)
+	}
+	table, _, err := run(t, "calibrate", "ops", "--kernels", dir)
+	if err != nil || !strings.Contains(table, "pooled") || !strings.Contains(table, "MAPE") {
+		t.Errorf("table output %q (%v)", table, err)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate", "ops"}, "--kernels: required"},
+		{[]string{"calibrate", "ops", "--kernels", dir, "--hold-one-in", "1"}, "--hold-one-in: 1; use 2 to 1000"},
+		{[]string{"calibrate", "ops", "--kernels", t.TempDir()}, "no system folders"},
+	} {
+		if _, _, err := run(t, bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: error %v, want one containing %q", bad.args, err, bad.want)
+		}
+	}
+}

@@ -69,13 +69,13 @@ func EveryNth(n int) func(Sample) bool {
 
 // Accuracy is how well a set answers held-out measurements of one kind.
 type Accuracy struct {
-	Op     string
-	N      int     // held-out rows answered
-	Missed int     // rows the set could not answer
-	MAPE   float64 // mean absolute percentage error, %
-	Median float64 // median absolute percentage error, %
-	P90    float64 // 90th percentile absolute percentage error, %
-	Bias   float64 // mean signed error, % (negative: optimistic)
+	Op     string  `json:"op"`
+	N      int     `json:"n"`                    // held-out rows answered
+	Missed int     `json:"missed"`               // rows the set could not answer
+	MAPE   float64 `json:"mape_pct"`             // mean absolute percentage error, %
+	Median float64 `json:"median_pct,omitempty"` // median absolute percentage error, % (not pooled)
+	P90    float64 `json:"p90_pct,omitempty"`    // 90th percentile absolute percentage error, % (not pooled)
+	Bias   float64 `json:"bias_pct"`             // mean signed error, % (negative: optimistic)
 }
 
 // Evaluate answers held-out samples from the set, per operation kind.
