@@ -188,13 +188,20 @@ func fitAffineDecode(table func(b, s float64) (float64, bool)) (gamma, alpha, be
 // beta per cached token (affine, as the engine's fast-forward needs).
 type mlaDecode struct{ gamma, alpha, beta float64 }
 
+// The generation-MLA tables time DeepSeek-V3's latent: 512 values plus 64
+// of rope per cached token. Absorbed decode reads just that, so a model
+// with another latent is not what they measured.
+const tableMLALatent, tableMLARope = 512, 64
+
 // newMLADecode fits the table for an MLA worker on whole GPUs in one
 // pipeline stage, or returns nil where the tables do not answer or fail
 // the decode bandwidth cross-check (the roofline then prices it).
 func newMLADecode(w *Worker, p *Params) (*mlaDecode, error) {
 	cfg := w.cfg
 	d := cfg.Device
-	if p.Kernels == nil || cfg.Model.MLA == nil || cfg.Model.Sparse != nil || d.ComputeFraction != 1 || d.BandwidthFraction != 1 || cfg.PP != 1 {
+	a := cfg.Model.MLA
+	if p.Kernels == nil || a == nil || a.KVLoraRank != tableMLALatent || a.QKRopeHeadDim != tableMLARope || cfg.Model.Sparse != nil ||
+		d.ComputeFraction != 1 || d.BandwidthFraction != 1 || cfg.PP != 1 {
 		return nil, nil
 	}
 	k, err := p.Kernels(d.GPU.Name, cfg.Backend)
@@ -202,11 +209,11 @@ func newMLADecode(w *Worker, p *Params) (*mlaDecode, error) {
 		return nil, err
 	}
 	heads, kv := float64(cfg.Model.AttentionHeads)/w.tp, kvDtype(cfg.KV)
-	g, a, b, ok := fitAffineDecode(func(batch, s float64) (float64, bool) { return k.GenerationMLA(kv, heads, batch, s) })
-	if !ok || !DecodePlausible(b, w.kvElemsGPU*cfg.KV.Bytes(), d.BandwidthGBps()*1e9) {
+	gamma, alpha, beta, ok := fitAffineDecode(func(batch, s float64) (float64, bool) { return k.GenerationMLA(kv, heads, batch, s) })
+	if !ok || !DecodePlausible(beta, w.kvElemsGPU*cfg.KV.Bytes(), d.BandwidthGBps()*1e9) {
 		return nil, nil
 	}
-	return &mlaDecode{gamma: g, alpha: a, beta: b}, nil
+	return &mlaDecode{gamma: gamma, alpha: alpha, beta: beta}, nil
 }
 
 // denseLayer is one layer's attention projections, dense MLP and

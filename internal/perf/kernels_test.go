@@ -259,6 +259,28 @@ func TestKernelsMLADecodeFromTable(t *testing.T) {
 	if got := mlaWorker(t, "deepseek-ai/DeepSeek-V3", fake(gamma, alpha, 2e-11)).StepTime(b); got != roof.StepTime(b) {
 		t.Errorf("implausible table: step %g, want the roofline's %g", got, roof.StepTime(b))
 	}
+	// Another latent than the tables' 512 + 64: the roofline stays.
+	c := catalog.MustDefault()
+	m, _ := c.Model("deepseek-ai/DeepSeek-V3")
+	other := *m
+	mla := *m.MLA
+	mla.KVLoraRank = 256
+	other.MLA = &mla
+	g, _ := c.GPU("h200_sxm")
+	mk := func(k *perftest.Kernels) *perf.Worker {
+		p := perf.MustDefaultParams()
+		if k != nil {
+			p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
+		}
+		w, err := perf.NewWorker(perf.Config{Model: &other, Device: catalog.WholeDevice(g), Backend: perf.TRTLLM, Weights: catalog.FP8, KV: catalog.FP8, TP: 8, PP: 1}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	if got, want := mk(fake(gamma, alpha, beta)).DecodeCtxCost(), mk(nil).DecodeCtxCost(); got != want {
+		t.Errorf("a 256-wide latent: decode context cost %g, want the roofline's %g", got, want)
+	}
 	// Sparse attention (DeepSeek-V3.2) reads top-k entries, not the whole
 	// latent cache the table times: the roofline stays.
 	sparse := mlaWorker(t, "deepseek-ai/DeepSeek-V3.2", fake(gamma, alpha, beta))
