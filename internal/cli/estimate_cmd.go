@@ -70,7 +70,11 @@ func (t estimateTable) Rows() [][]string {
 		return append(rows, []string{"error", o.Error})
 	}
 	rows = append(rows,
-		[]string{"ttft", fmt.Sprintf("%.1f ms (p50 %.1f, p99 %.1f)", o.TTFTms, o.TTFTP50ms, o.TTFTP99ms)},
+		[]string{"ttft", fmt.Sprintf("%.1f ms (p50 %.1f, p99 %.1f)", o.TTFTms, o.TTFTP50ms, o.TTFTP99ms)})
+	if o.DecodeWaitMs > 0 {
+		rows = append(rows, []string{"decode wait", fmt.Sprintf("%.1f ms of the ttft from the kv hand-off to a decode engine taking the request (the step in progress; a slot, past max concurrency %d)", o.DecodeWaitMs, o.MaxConcurrency)})
+	}
+	rows = append(rows,
 		[]string{"tpot", fmt.Sprintf("%.2f ms (p99 %.2f)", o.TPOTms, o.TPOTP99ms)})
 	if o.TTFTInterval != nil && o.TPOTInterval != nil {
 		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms, tpot %.2f-%.2f ms (where measured %s runs landed, held out)",

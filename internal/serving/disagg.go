@@ -18,6 +18,8 @@ type Disagg struct {
 // handoff tracks requests between the prefill and the decode pool.
 type handoff struct {
 	first, arrival map[int64]float64
+	// wait is the time from the hand-off landing to a decode slot.
+	wait map[int64]float64
 }
 
 // prefillSink forwards finished prefills to the decode pool after the KV transfer.
@@ -57,14 +59,16 @@ type decodeSink struct {
 func (s *decodeSink) FirstToken(r *engine.Request, t float64) {
 	if f, ok := s.h.first[r.ID]; ok && t > f {
 		s.h.first[r.ID] = t
+		s.h.wait[r.ID] = t - f
 	}
 }
 func (s *decodeSink) Finished(r *engine.Request, t float64) {
-	first := s.h.first[r.ID]
+	first, wait := s.h.first[r.ID], s.h.wait[r.ID]
 	r.Arrival = s.h.arrival[r.ID]
 	delete(s.h.first, r.ID)
 	delete(s.h.arrival, r.ID)
-	s.c.finished(r, first, t)
+	delete(s.h.wait, r.ID)
+	s.c.finishedAfterWait(r, first, t, wait)
 	s.l.after(t, s.next)
 }
 
@@ -91,7 +95,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 	transfer := perf.KVTransferTime(wl.ISL, d.Prefill, d.Decode, d.SameDomain)
 	res.KVTransferMs = transfer * 1e3
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
-		h := handoff{first: map[int64]float64{}, arrival: map[int64]float64{}}
+		h := handoff{first: map[int64]float64{}, arrival: map[int64]float64{}, wait: map[int64]float64{}}
 		ps := &prefillSink{l: l, h: h, transfer: transfer, osl: wl.OSL}
 		ds := &decodeSink{l: l, c: c, h: h}
 		var prefill []*engine.Engine

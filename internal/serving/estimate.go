@@ -68,6 +68,12 @@ type collector struct {
 }
 
 func (c *collector) finished(r *engine.Request, first, t float64) {
+	c.finishedAfterWait(r, first, t, 0)
+}
+
+// finishedAfterWait is finished for a request that waited wait seconds
+// for a decode slot after its hand-off.
+func (c *collector) finishedAfterWait(r *engine.Request, first, t, wait float64) {
 	c.completed++
 	if c.completed == c.warmup {
 		c.tWarm = t
@@ -76,7 +82,7 @@ func (c *collector) finished(r *engine.Request, first, t float64) {
 		return
 	}
 	c.tEnd = t
-	s := sample{ttft: first - r.Arrival, e2e: t - r.Arrival}
+	s := sample{ttft: first - r.Arrival, e2e: t - r.Arrival, wait: wait}
 	if r.OSL > 1 {
 		s.tpot = (t - first) / float64(r.OSL-1)
 	}

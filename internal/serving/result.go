@@ -35,9 +35,13 @@ type Result struct {
 	Memory                  *perf.Memory `json:"memory,omitempty"`
 	DecodeMemory            *perf.Memory `json:"decode_memory,omitempty"`
 	KVTransferMs            float64      `json:"kv_transfer_ms,omitempty"`
-	MeasuredRequests        int          `json:"measured_requests"`
-	SimulatedSeconds        float64      `json:"simulated_seconds"`
-	Iterations              int64        `json:"iterations"`
+	// DecodeWaitMs is the mean time a disaggregated request waits after its
+	// hand-off for a decode engine to take it: the step in progress, and a
+	// free slot when the pool is full (part of TTFT).
+	DecodeWaitMs     float64 `json:"decode_wait_ms,omitempty"`
+	MeasuredRequests int     `json:"measured_requests"`
+	SimulatedSeconds float64 `json:"simulated_seconds"`
+	Iterations       int64   `json:"iterations"`
 
 	// ttfts and tpots are the measured samples in seconds, sorted, so any
 	// percentile an SLO names can be judged.
@@ -61,20 +65,23 @@ func (r *Result) TPOTAt(pct float64) float64 {
 	return quantile(r.tpots, pct/100) * 1e3
 }
 
-type sample struct{ ttft, tpot, e2e float64 }
+// sample is one measured request; wait is its time between the hand-off
+// and a decode slot (disaggregated serving).
+type sample struct{ ttft, tpot, e2e, wait float64 }
 
 // summarise fills the latency statistics of r from the measured samples.
 func summarise(r *Result, s []sample) {
 	if len(s) == 0 {
 		return
 	}
-	var tt, tp, e2 float64
+	var tt, tp, e2, wait float64
 	ttfts := make([]float64, len(s))
 	tpots := make([]float64, len(s))
 	for i, x := range s {
 		tt += x.ttft
 		tp += x.tpot
 		e2 += x.e2e
+		wait += x.wait
 		ttfts[i], tpots[i] = x.ttft, x.tpot
 	}
 	n := float64(len(s))
@@ -82,6 +89,7 @@ func summarise(r *Result, s []sample) {
 	r.TPOTms = tp / n * 1e3
 	r.ITLms = r.TPOTms
 	r.E2Ems = e2 / n * 1e3
+	r.DecodeWaitMs = wait / n * 1e3
 	sort.Float64s(ttfts)
 	sort.Float64s(tpots)
 	r.TTFTP50ms = quantile(ttfts, 0.5) * 1e3

@@ -203,4 +203,12 @@ func TestDecodeSlotWaitIsInTTFT(t *testing.T) {
 	if wait := queued.TTFTms - fits.TTFTms; wait < 2*osl*fits.TPOTms {
 		t.Errorf("TTFT with 16 users on 4 decode slots = %.0f ms, only %.0f ms above 4 users' (%.2f ms TPOT x %d tokens a request)", queued.TTFTms, wait, fits.TPOTms, osl)
 	}
+	// The result says how much of the TTFT is that wait. With a slot free,
+	// a request waits at most for the step in progress to end.
+	if fits.DecodeWaitMs > fits.TPOTms {
+		t.Errorf("4 users on 4 decode slots wait %.1f ms for one, more than a %.1f ms step", fits.DecodeWaitMs, fits.TPOTms)
+	}
+	if wait := queued.TTFTms - fits.TTFTms; math.Abs(queued.DecodeWaitMs-wait) > 0.1*wait {
+		t.Errorf("decode wait %.0f ms, want about the %.0f ms the TTFT grew by", queued.DecodeWaitMs, wait)
+	}
 }
