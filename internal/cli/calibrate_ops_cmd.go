@@ -85,6 +85,9 @@ on a kernel tree before pointing --kernels at it.
 			if err != nil {
 				return err
 			}
+			if len(acc.Sets) == 0 {
+				return fmt.Errorf("--kernels %s: no table row was held out; the tables are too small to hold one row in %d out (lower --hold-one-in)", g.kernelsDir, holdOneIn)
+			}
 			if f != output.Table {
 				return output.Write(g.stdout, f, acc)
 			}

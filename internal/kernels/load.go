@@ -220,15 +220,23 @@ func (s *Set) load(dir, vdir string, keep func(Sample) bool) error {
 // checked first, so a key that is not a number is an error, never a row
 // quietly dropped as implausible.
 func (s *Set) add(smp Sample, keep func(Sample) bool) error {
-	for i, v := range smp.Key {
-		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return fmt.Errorf("key %d of %v: want a non-negative number", i+1, smp.Key)
-		}
+	if err := checkKey(smp.Key); err != nil {
+		return err
 	}
 	if !keep(smp) {
 		return nil
 	}
 	s.table(smp, true).Add(smp.Key, smp.Latency)
+	return nil
+}
+
+// checkKey says which key of a measurement is not a non-negative number.
+func checkKey(key []float64) error {
+	for i, v := range key {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return fmt.Errorf("key %d of %v: want a non-negative number", i+1, key)
+		}
+	}
 	return nil
 }
 

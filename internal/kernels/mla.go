@@ -58,20 +58,26 @@ func (g GPU) GenerationMLARoofline(k AttnKey, heads, batch, kvLen float64) float
 // has them. One kernel source per table (SGLang's differs by GPU), so the
 // key is the dtypes alone.
 func (s *Set) loadMLA(vdir string, keep func(Sample) bool) error {
-	cols := []string{"mla_dtype", "kv_cache_dtype", "num_heads", "isl", "batch_size", "step", "latency"}
+	// Rows are checked as read, so that an error names the file and line;
+	// they are filed once the whole table is in (stalls need every row).
 	var rows []Sample
-	if err := readTable(filepath.Join(vdir, "context_mla_perf.csv.gz"), cols, func(r row) error {
-		rows = append(rows, Sample{Op: OpContextMLA, Attn: AttnKey{AttnDtype: r.str(0), KVDtype: r.str(1)},
-			Key: []float64{r.num(2), r.num(3), r.num(4)}, Latency: r.num(6)})
+	collect := func(smp Sample) error {
+		if err := checkKey(smp.Key); err != nil {
+			return err
+		}
+		rows = append(rows, smp)
 		return nil
+	}
+	if err := readTable(filepath.Join(vdir, "context_mla_perf.csv.gz"), []string{"mla_dtype", "kv_cache_dtype", "num_heads", "isl", "batch_size", "latency"}, func(r row) error {
+		return collect(Sample{Op: OpContextMLA, Attn: AttnKey{AttnDtype: r.str(0), KVDtype: r.str(1)},
+			Key: []float64{r.num(2), r.num(3), r.num(4)}, Latency: r.num(5)})
 	}); err != nil {
 		return err
 	}
-	if err := readTable(filepath.Join(vdir, "generation_mla_perf.csv.gz"), cols, func(r row) error {
+	if err := readTable(filepath.Join(vdir, "generation_mla_perf.csv.gz"), []string{"kv_cache_dtype", "num_heads", "isl", "batch_size", "step", "latency"}, func(r row) error {
 		// The KV length is isl + step, as for generation attention.
-		rows = append(rows, Sample{Op: OpGenerationMLA, Attn: AttnKey{KVDtype: r.str(1)},
-			Key: []float64{r.num(2), r.num(4), r.num(3) + r.num(5)}, Latency: r.num(6)})
-		return nil
+		return collect(Sample{Op: OpGenerationMLA, Attn: AttnKey{KVDtype: r.str(0)},
+			Key: []float64{r.num(1), r.num(3), r.num(2) + r.num(4)}, Latency: r.num(5)})
 	}); err != nil {
 		return err
 	}

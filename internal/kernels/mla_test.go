@@ -1,7 +1,9 @@
 package kernels
 
 import (
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpuplane/gpuplane/internal/sharedtest"
@@ -62,5 +64,21 @@ func TestCacheHoldsMLATables(t *testing.T) {
 	c, okC := parsed.ContextMLATime(AttnKey{AttnDtype: "bfloat16", KVDtype: "fp8"}, 16, 3000, 2)
 	if !okA || !okB || !okC || a != b || !(a > 0) || !(c > 0) {
 		t.Errorf("generation MLA %g (%v) parsed, %g (%v) cached; context MLA %g (%v)", a, okA, b, okB, c, okC)
+	}
+}
+
+// A value that is not a number stops the load with the file and line.
+func TestLoadMLANamesTheBadLine(t *testing.T) {
+	for _, tc := range []struct{ file, body string }{
+		{"context_mla_perf.csv.gz", "mla_dtype,kv_cache_dtype,num_heads,isl,batch_size,latency\nbfloat16,fp8,16,1024,1,0.5\nbfloat16,fp8,x,1024,1,0.5\n"},
+		{"generation_mla_perf.csv.gz", "kv_cache_dtype,num_heads,isl,batch_size,step,latency\nfp8,16,1,8,1023,0.05\nfp8,16,1,8,-5000,0.05\n"},
+	} {
+		dir := t.TempDir()
+		writeGz(t, filepath.Join(dir, tc.file), tc.body)
+		s := newSet("sys", "be", "v", GPU{MemBW: 1e12, BF16FLOPS: 1e15})
+		err := s.loadMLA(dir, func(Sample) bool { return true })
+		if err == nil || !strings.Contains(err.Error(), tc.file+" line 3") {
+			t.Errorf("%s: error %v, want one naming line 3", tc.file, err)
+		}
 	}
 }
