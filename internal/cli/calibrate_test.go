@@ -359,3 +359,55 @@ func TestCalibrateReportsRepeatedRows(t *testing.T) {
 		t.Errorf("stderr does not say what was left out: %q", stderr)
 	}
 }
+
+// calibrate handoff on light-load disaggregated runs of two backends: the
+// costs per backend, the folds of both groupings, --out writes the kept
+// costs, and a bad grouping is an error.
+func TestCalibrateHandoff(t *testing.T) {
+	taken := map[string]int{}
+	dir := cutCalibration(t, func(r map[string]string) bool {
+		key := r["backend"] + " " + strings.SplitN(r["silicon_data_source"], ";", 2)[0]
+		if r["mode"] != "disagg" || r["backend"] == "vllm" || taken[key] >= 3 {
+			return false
+		}
+		taken[key]++
+		return true
+	})
+	params := filepath.Join(dir, "params.yaml")
+	out, _, err := run(t, "calibrate", "handoff", "--data", dir, "--out", params, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Picked  map[string]float64 `json:"picked"`
+		Chosen  map[string]float64 `json:"chosen"`
+		HeldOut []struct {
+			By    string `json:"by"`
+			Folds []struct {
+				Held string `json:"held"`
+			} `json:"folds"`
+		} `json:"held_out"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %.2000s", err, out)
+	}
+	if len(rep.Picked) != 2 || len(rep.Chosen) != 2 || len(rep.HeldOut) != 2 || rep.HeldOut[0].By != "campaign" || rep.HeldOut[1].By != "model" || len(rep.HeldOut[0].Folds) == 0 {
+		t.Fatalf("picked %v, chosen %v, held out %+v (taken %v)", rep.Picked, rep.Chosen, rep.HeldOut, taken)
+	}
+	p, err := perf.LoadParams(params)
+	if err != nil {
+		t.Fatalf("--out: %v", err)
+	}
+	for b, ms := range rep.Chosen {
+		if got := p.Backends[perf.Backend(b)].HandoffMs; got != ms {
+			t.Errorf("written %s %g ms, chosen %g", b, got, ms)
+		}
+	}
+	table, _, err := run(t, "calibrate", "handoff", "--data", dir, "--cv", "system")
+	if err != nil || !strings.Contains(table, "held out by system") || !strings.Contains(table, "no hand-off cost") {
+		t.Fatalf("table: %v\n%s", err, table)
+	}
+	if _, _, err := run(t, "calibrate", "handoff", "--data", dir, "--cv", "backend"); err == nil || !strings.Contains(err.Error(), "--cv") {
+		t.Errorf("--cv backend: %v", err)
+	}
+}

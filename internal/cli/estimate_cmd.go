@@ -35,7 +35,7 @@ func (t estimateTable) Rows() [][]string {
 	if o.Mode == "disagg" {
 		rows = append(rows, []string{"prefill", fmt.Sprintf("%d worker(s) x tp%d%s", o.Prefill, o.PrefillTP, dpSuffix(o.PrefillDP, 0))},
 			[]string{"decode", fmt.Sprintf("%d worker(s) x tp%d%s", o.Decode, o.DecodeTP, dpSuffix(o.DecodeDP, 0))},
-			[]string{"kv transfer", fmt.Sprintf("%.2f ms", o.KVTransferMs)})
+			[]string{"kv transfer", kvTransfer(o.KVTransferMs, o.HandoffFixedMs)})
 		if o.PoolsSized {
 			rows = append(rows, []string{"pools", "sized to the concurrency (no worker counts given)"})
 		}
@@ -85,6 +85,14 @@ func (t estimateTable) Rows() [][]string {
 		[]string{"requests/s", fmt.Sprintf("%.2f", o.RequestsPerS)},
 		[]string{"gpus", fmt.Sprint(o.GPUs)},
 	)
+}
+
+// kvTransfer is the hand-off time, with its fixed part named when there is one.
+func kvTransfer(total, fixed float64) string {
+	if fixed > 0 {
+		return fmt.Sprintf("%.2f ms (%.0f ms fixed hand-off of the backend, %.2f ms moving the cache)", total, fixed, total-fixed)
+	}
+	return fmt.Sprintf("%.2f ms", total)
 }
 
 // precisionFollowsModel clears the reference scenario's precision from q

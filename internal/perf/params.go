@@ -103,6 +103,12 @@ type BackendParams struct {
 	// handling, request set-up, the first streamed chunk). The server handles
 	// one request at a time, so bursts queue in front of it.
 	FrontendOverheadMs float64 `json:"frontendOverheadMs"`
+	// HandoffMs is a disaggregated request's hand-off cost beyond moving
+	// its KV cache: the decode side's admission handshake with the prefill
+	// worker and the transfer engine's set-up, a fixed time per request.
+	// Chosen per backend on the measured disaggregated runs by `gpuplane
+	// calibrate handoff`.
+	HandoffMs float64 `json:"handoffMs,omitempty"`
 	// FrontendPerTokenUs is the API server's CPU time per prompt token (tokenisation).
 	FrontendPerTokenUs float64 `json:"frontendPerTokenUs"`
 	// PerSeqOverheadUs is the per-sequence cost of an iteration (scheduling, sampling, detokenising).
@@ -285,6 +291,7 @@ func (p *Params) Validate() error {
 		}{{"stepOverheadMs", bp.StepOverheadMs, 1000}, {"prefillOverheadMs", bp.PrefillOverheadMs, 1000},
 			{"moePromptFloorUs", bp.MoEPromptFloorUs, 100000}, {"moeLayerUs", bp.MoELayerUs, 100000},
 			{"frontendOverheadMs", bp.FrontendOverheadMs, 10000}, {"frontendPerTokenUs", bp.FrontendPerTokenUs, 1000},
+			{"handoffMs", bp.HandoffMs, 10000},
 			{"perSeqOverheadUs", bp.PerSeqOverheadUs, 100000}, {"allReduceLatencyUs", bp.AllReduceLatencyUs, 100000},
 			{"reserveGiB", bp.ReserveGiB, 1024}, {"reserveFloorGiB", bp.ReserveFloorGiB, 1024}, {"reserveFullDeviceGiB", bp.ReserveFullDeviceGiB, 1e6},
 			{"smallDeviceGiB", bp.SmallDeviceGiB, 1e6}} {

@@ -191,6 +191,7 @@ func TestParamsValidation(t *testing.T) {
 		"reserveFullDeviceGiB": func(p *Params) { p.Backends[VLLM].ReserveFullDeviceGiB = math.NaN() },
 		"moePromptFloorUs":     func(p *Params) { p.Backends[SGLang].MoEPromptFloorUs = -1 },
 		"moeLayerUs":           func(p *Params) { p.Backends[VLLM].MoELayerUs = math.NaN() },
+		"handoffMs":            func(p *Params) { p.Backends[SGLang].HandoffMs = -1 },
 		"gemmCallUs.fp8": func(p *Params) {
 			p.Families[catalog.Hopper].GEMMCallUs = map[catalog.Precision]float64{catalog.FP8: -3}
 		},
@@ -218,6 +219,15 @@ func TestKVTransfer(t *testing.T) {
 	nv, net := KVTransferTime(4000, p, d, true), KVTransferTime(4000, p, d, false)
 	if nv <= 0 || net < 3*nv {
 		t.Errorf("NVLink transfer %.3g s should be far faster than the network's %.3g s", nv, net)
+	}
+	// The backend's fixed hand-off cost comes on top of the bytes, either way.
+	params := MustDefaultParams().Clone()
+	params.Backends[VLLM].HandoffMs = 40
+	ph := catalogWorker(t, "Qwen/Qwen3-32B", "h100_sxm", "", Config{Backend: VLLM, Weights: catalog.FP8, TP: 2}, params)
+	for _, same := range []bool{true, false} {
+		if got, want := KVTransferTime(4000, ph, d, same), KVTransferTime(4000, p, d, same)+0.040; math.Abs(got-want) > 1e-12 {
+			t.Errorf("same domain %v: hand-off %.6g s, want %.6g", same, got, want)
+		}
 	}
 }
 

@@ -94,6 +94,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 	res.Fits = true
 	transfer := perf.KVTransferTime(wl.ISL, d.Prefill, d.Decode, d.SameDomain)
 	res.KVTransferMs = transfer * 1e3
+	res.HandoffFixedMs = perf.HandoffFixed(d.Prefill) * 1e3
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		h := handoff{first: map[int64]float64{}, arrival: map[int64]float64{}, wait: map[int64]float64{}}
 		ps := &prefillSink{l: l, h: h, transfer: transfer, osl: wl.OSL}

@@ -35,6 +35,9 @@ type Result struct {
 	Memory                  *perf.Memory `json:"memory,omitempty"`
 	DecodeMemory            *perf.Memory `json:"decode_memory,omitempty"`
 	KVTransferMs            float64      `json:"kv_transfer_ms,omitempty"`
+	// HandoffFixedMs is the part of KVTransferMs that is the backend's
+	// fixed hand-off cost per request (perf.BackendParams.HandoffMs).
+	HandoffFixedMs float64 `json:"handoff_fixed_ms,omitempty"`
 	// DecodeWaitMs is the mean time a disaggregated request waits after its
 	// hand-off for a decode engine to take it: the step in progress, and a
 	// free slot when the pool is full (part of TTFT).
