@@ -224,7 +224,10 @@ func (p *Planner) correct(o Observation, rate float64) {
 	if c.TTFTPercentile > 0 && o.TTFTQms > 0 {
 		ttft, pct = o.TTFTQms, c.TTFTPercentile
 	}
-	if ttft > 0 && ttft <= c.TTFTms && o.Prefill > 0 && calmPrefill {
+	// A full decode pool makes requests wait for a slot after the
+	// hand-off, and that wait is TTFT too: correct prefill only while the
+	// decode pool's cache is below its high mark.
+	if ttft > 0 && ttft <= c.TTFTms && o.Prefill > 0 && calmPrefill && o.KVUse <= c.KVHigh {
 		if exp := p.cap.PrefillTTFT(isl, rate/float64(o.Prefill), pct); exp > 0 && !math.IsInf(exp, 1) {
 			p.corrP = clamp((1-c.CorrectionAlpha)*p.corrP+c.CorrectionAlpha*ttft/exp, c.CorrectionMin, c.CorrectionMax)
 		}

@@ -122,6 +122,19 @@ func TestCorrectionFromObservedLatency(t *testing.T) {
 	}
 }
 
+// A full decode pool makes requests wait for a slot, and that wait shows
+// as TTFT: the prefill correction holds while the decode cache is above
+// its high mark.
+func TestNoPrefillCorrectionFromAFullDecodePool(t *testing.T) {
+	p := newPlanner(t, func(c *planner.Config) { c.CorrectionAlpha = 1 })
+	o := obs(30, 2, 2, 1)
+	o.TTFTms = 2 * fake.PrefillTTFT(4000, 1, 0)
+	o.KVUse = 0.97
+	if d := p.Tick(o); d.PrefillCorrection != 1 {
+		t.Errorf("decode cache 97%%: prefill correction %.3f, want 1 (held)", d.PrefillCorrection)
+	}
+}
+
 // Lead time: with a rising load the trend predictors scale ahead of a
 // constant predictor.
 func TestPredictiveLeadTime(t *testing.T) {
