@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/estimate"
@@ -139,35 +138,13 @@ func FitHandoff(env estimate.Env, cases []Case, grid []float64, by []string, pro
 	}
 	for gi, key := range keys {
 		ho := HandoffHeldOut{By: by[gi], Loss: map[perf.Backend]float64{}}
-		names, _ := groupBy(cases, key)
 		held := make([]Prediction, len(cases))
-		for _, g := range names {
-			for _, b := range perf.Backends {
-				var test []int
-				for j, c := range cases {
-					if key(c) == g && backend(c) == b {
-						test = append(test, j)
-					}
-				}
-				if len(test) == 0 {
-					continue
-				}
-				i, n := pick(func(c Case) bool { return key(c) != g && backend(c) == b })
-				if n == 0 {
-					i = 0 // nothing else measured on this backend: no cost
-				}
-				for _, j := range test {
-					held[j] = preds[i][j]
-				}
-				ho.Folds = append(ho.Folds, HandoffFold{Held: g, Backend: b, HandoffMs: grid[i], Cases: len(test)})
+		for _, f := range gridFolds(cases, key, pick) {
+			for _, j := range f.cases {
+				held[j] = preds[f.index][j]
 			}
+			ho.Folds = append(ho.Folds, HandoffFold{Held: f.held, Backend: f.backend, HandoffMs: grid[f.index], Cases: len(f.cases)})
 		}
-		sort.Slice(ho.Folds, func(i, j int) bool {
-			if ho.Folds[i].Held != ho.Folds[j].Held {
-				return ho.Folds[i].Held < ho.Folds[j].Held
-			}
-			return ho.Folds[i].Backend < ho.Folds[j].Backend
-		})
 		for b := range picked {
 			ho.Loss[b], _ = loss(held, func(c Case) bool { return backend(c) == b })
 			carries[b] = carries[b] && ho.Loss[b] < res.WithoutLoss[b]

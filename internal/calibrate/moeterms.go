@@ -3,7 +3,6 @@ package calibrate
 import (
 	"fmt"
 	"maps"
-	"sort"
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/estimate"
@@ -136,35 +135,13 @@ func FitMoETerms(env estimate.Env, cases []Case, grid MoEGrid, by string, progre
 			chosen[b], res.Chosen[b] = i, grid[i]
 		}
 	}
-	names, _ := groupBy(cases, key)
 	held := make([]Prediction, len(cases))
-	for _, g := range names {
-		for _, b := range perf.Backends {
-			var test []int
-			for j, c := range cases {
-				if key(c) == g && backend(c) == b {
-					test = append(test, j)
-				}
-			}
-			if len(test) == 0 {
-				continue
-			}
-			i, n := pick(func(c Case) bool { return key(c) != g && backend(c) == b })
-			if n == 0 {
-				i = 0 // nothing else measured on this backend: no terms
-			}
-			for _, j := range test {
-				held[j] = preds[i][j]
-			}
-			res.Folds = append(res.Folds, MoEFold{Held: g, Backend: b, Terms: grid[i], Cases: len(test)})
+	for _, f := range gridFolds(cases, key, pick) {
+		for _, j := range f.cases {
+			held[j] = preds[f.index][j]
 		}
+		res.Folds = append(res.Folds, MoEFold{Held: f.held, Backend: f.backend, Terms: grid[f.index], Cases: len(f.cases)})
 	}
-	sort.Slice(res.Folds, func(i, j int) bool {
-		if res.Folds[i].Held != res.Folds[j].Held {
-			return res.Folds[i].Held < res.Folds[j].Held
-		}
-		return res.Folds[i].Backend < res.Folds[j].Backend
-	})
 	in := make([]Prediction, len(cases))
 	for j, c := range cases {
 		in[j] = preds[chosen[backend(c)]][j]
