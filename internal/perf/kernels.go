@@ -39,13 +39,10 @@ type opModel struct {
 	heads, kvHeads    float64 // per GPU
 	qkvN, oK, upN, dK float64 // GEMM widths per GPU
 	hidden, vocabN    float64
-	// Decode attention per full-attention layer: gamma per call, alpha per
-	// sequence, beta per cached token (fitted to the table at set-up, so the
-	// step time stays affine in the decode context). tableDecode is false
-	// where the table fails the bandwidth cross-check (DecodePlausible) and
-	// decode attention stays on the roofline.
-	gamma, alpha, beta float64
-	tableDecode        bool
+	// decode is the table's decode attention per full-attention layer, nil
+	// where the table fails the bandwidth cross-check and decode attention
+	// stays on the roofline.
+	decode *decodeFit
 
 	mu    sync.Mutex
 	dense map[int]float64 // per-layer GEMM + all-reduce time by tokens
@@ -78,8 +75,7 @@ func kvDtype(p catalog.Precision) string {
 func newOpModel(w *Worker, p *Params) (*opModel, error) {
 	cfg := w.cfg
 	d := cfg.Device
-	// Whole GPUs, one pipeline stage: fractions and stages keep the roofline.
-	if p.Kernels == nil || d.ComputeFraction != 1 || d.BandwidthFraction != 1 || cfg.Model.MLA != nil || cfg.Model.Linear != nil || cfg.Model.Sparse != nil || cfg.PP != 1 {
+	if !tablesPrice(cfg, p) || cfg.Model.MLA != nil || cfg.Model.Linear != nil || cfg.Model.Sparse != nil {
 		return nil, nil
 	}
 	k, err := p.Kernels(d.GPU.Name, cfg.Backend)
@@ -105,8 +101,18 @@ func newOpModel(w *Worker, p *Params) (*opModel, error) {
 	if _, ok := o.ctxAttention(1024, 1); !ok {
 		return nil, nil
 	}
-	o.tableDecode = o.fitDecode() && DecodePlausible(o.beta, w.kvElemsGPU*cfg.KV.Bytes(), d.BandwidthGBps()*1e9)
+	o.decode = tableDecode(w, func(b, s float64) (float64, bool) {
+		return k.GenerationAttention(o.kvDtype, int(o.headDim), 0, o.heads, o.kvHeads, b, s)
+	})
 	return o, nil
+}
+
+// tablesPrice says whether kernel tables may price cfg: they are given,
+// and the worker is whole GPUs in one pipeline stage (fractions and
+// stages keep the roofline).
+func tablesPrice(cfg Config, p *Params) bool {
+	d := cfg.Device
+	return p.Kernels != nil && d.ComputeFraction == 1 && d.BandwidthFraction == 1 && cfg.PP == 1
 }
 
 // Decode attention streams the KV cache: per cached token it cannot beat
@@ -144,13 +150,25 @@ func (o *opModel) ctxAttention(isl, batch float64) (float64, bool) {
 	return t, ok
 }
 
-// fitDecode fits the table's decode attention (see fitAffineDecode).
-func (o *opModel) fitDecode() bool {
-	var ok bool
-	o.gamma, o.alpha, o.beta, ok = fitAffineDecode(func(b, s float64) (float64, bool) {
-		return o.k.GenerationAttention(o.kvDtype, int(o.headDim), 0, o.heads, o.kvHeads, b, s)
-	})
-	return ok
+// decodeFit is decode attention per layer from a kernel table: gamma per
+// call, alpha per sequence, beta per cached token (fitted at set-up, so the
+// step time stays affine in the decode context and the engine's
+// fast-forward holds).
+type decodeFit struct{ gamma, alpha, beta float64 }
+
+// step is one layer's decode attention for seqs sequences, less the
+// per-token part the worker's decodeCtxCost carries.
+func (f *decodeFit) step(seqs float64) float64 { return f.gamma + f.alpha*seqs }
+
+// tableDecode fits a worker's decode-attention table, or returns nil where
+// the table does not answer or fails the bandwidth cross-check
+// (DecodePlausible) for w's cache bytes per token.
+func tableDecode(w *Worker, table func(b, s float64) (float64, bool)) *decodeFit {
+	f, ok := fitAffineDecode(table)
+	if !ok || !DecodePlausible(f.beta, w.kvElemsGPU*w.cfg.KV.Bytes(), w.cfg.Device.BandwidthGBps()*1e9) {
+		return nil
+	}
+	return &f
 }
 
 // fitAffineDecode fits t(b, s) = gamma + alpha*b + beta*b*s to a decode
@@ -158,7 +176,7 @@ func (o *opModel) fitDecode() bool {
 // least squares on the relative error (each row divided by its measured
 // time). ok is false where the table does not answer every point or the
 // fit leaves no cost per cached token.
-func fitAffineDecode(table func(b, s float64) (float64, bool)) (gamma, alpha, beta float64, ok bool) {
+func fitAffineDecode(table func(b, s float64) (float64, bool)) (decodeFit, bool) {
 	bs := []float64{1, 2, 4, 8, 16, 32, 64, 128, 256}
 	ss := []float64{256, 1024, 2048, 4096, 8192, 16384}
 	a := mat.NewDense(len(bs)*len(ss), 3, nil)
@@ -168,7 +186,7 @@ func fitAffineDecode(table func(b, s float64) (float64, bool)) (gamma, alpha, be
 		for _, s := range ss {
 			t, ok := table(b, s)
 			if !ok || !(t > 0) {
-				return 0, 0, 0, false
+				return decodeFit{}, false
 			}
 			a.SetRow(row, []float64{1 / t, b / t, b * s / t})
 			ones.SetVec(row, 1)
@@ -177,43 +195,32 @@ func fitAffineDecode(table func(b, s float64) (float64, bool)) (gamma, alpha, be
 	}
 	var x mat.VecDense
 	if err := x.SolveVec(a, ones); err != nil {
-		return 0, 0, 0, false
+		return decodeFit{}, false
 	}
-	gamma, alpha, beta = math.Max(x.AtVec(0), 0), math.Max(x.AtVec(1), 0), math.Max(x.AtVec(2), 0)
-	return gamma, alpha, beta, beta > 0
+	f := decodeFit{gamma: math.Max(x.AtVec(0), 0), alpha: math.Max(x.AtVec(1), 0), beta: math.Max(x.AtVec(2), 0)}
+	return f, f.beta > 0
 }
-
-// mlaDecode is an MLA model's decode attention core priced from the
-// generation-MLA table: gamma per layer and step, alpha per sequence,
-// beta per cached token (affine, as the engine's fast-forward needs).
-type mlaDecode struct{ gamma, alpha, beta float64 }
 
 // The generation-MLA tables time DeepSeek-V3's latent: 512 values plus 64
 // of rope per cached token. Absorbed decode reads just that, so a model
 // with another latent is not what they measured.
 const tableMLALatent, tableMLARope = 512, 64
 
-// newMLADecode fits the table for an MLA worker on whole GPUs in one
-// pipeline stage, or returns nil where the tables do not answer or fail
-// the decode bandwidth cross-check (the roofline then prices it).
-func newMLADecode(w *Worker, p *Params) (*mlaDecode, error) {
+// newMLADecode fits the generation-MLA table for an MLA worker the tables
+// may price, or returns nil where they do not answer or fail the decode
+// bandwidth cross-check (the roofline then prices it).
+func newMLADecode(w *Worker, p *Params) (*decodeFit, error) {
 	cfg := w.cfg
-	d := cfg.Device
 	a := cfg.Model.MLA
-	if p.Kernels == nil || a == nil || a.KVLoraRank != tableMLALatent || a.QKRopeHeadDim != tableMLARope || cfg.Model.Sparse != nil ||
-		d.ComputeFraction != 1 || d.BandwidthFraction != 1 || cfg.PP != 1 {
+	if !tablesPrice(cfg, p) || a == nil || a.KVLoraRank != tableMLALatent || a.QKRopeHeadDim != tableMLARope || cfg.Model.Sparse != nil {
 		return nil, nil
 	}
-	k, err := p.Kernels(d.GPU.Name, cfg.Backend)
+	k, err := p.Kernels(cfg.Device.GPU.Name, cfg.Backend)
 	if err != nil || k == nil {
 		return nil, err
 	}
 	heads, kv := float64(cfg.Model.AttentionHeads)/w.tp, kvDtype(cfg.KV)
-	gamma, alpha, beta, ok := fitAffineDecode(func(batch, s float64) (float64, bool) { return k.GenerationMLA(kv, heads, batch, s) })
-	if !ok || !DecodePlausible(beta, w.kvElemsGPU*cfg.KV.Bytes(), d.BandwidthGBps()*1e9) {
-		return nil, nil
-	}
-	return &mlaDecode{gamma: gamma, alpha: alpha, beta: beta}, nil
+	return tableDecode(w, func(batch, s float64) (float64, bool) { return k.GenerationMLA(kv, heads, batch, s) }), nil
 }
 
 // denseLayer is one layer's attention projections, dense MLP and
@@ -289,8 +296,8 @@ func (o *opModel) stepTime(w *Worker, b Batch) float64 {
 		}
 	}
 	if b.DecodeSeqs > 0 {
-		if o.tableDecode {
-			t += full * (o.gamma + o.alpha*float64(b.DecodeSeqs))
+		if w.decode != nil {
+			t += full * w.decode.step(float64(b.DecodeSeqs))
 		} else {
 			t += layers * w.attnLayerFrac() * w.decodeAttnCall
 		}

@@ -72,7 +72,7 @@ type Worker struct {
 	a2aLatency     float64    // seconds, one all-to-all over the EP group
 	linkBW         float64    // bytes/s per direction between ranks
 	ops            *opModel   // measured kernels, when given and covering the config
-	mla            *mlaDecode // an MLA model's decode attention from its table
+	decode         *decodeFit // decode attention from a kernel table (ops' or an MLA model's), nil on the roofline
 	tpAcrossNodes  bool       // the tensor-parallel ring leaves the NVLink domain
 	a2aNodeShare   float64    // share of all-to-all traffic that stays inside the NVLink domain
 	netBW          float64    // bytes/s per GPU over the scale-out network
@@ -235,14 +235,13 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	if w.ops, err = newOpModel(w, p); err != nil {
 		return nil, fmt.Errorf("kernel tables: %w", err)
 	}
-	if w.ops != nil && w.ops.tableDecode {
-		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.ops.beta
-	}
-	if w.mla, err = newMLADecode(w, p); err != nil {
+	if w.ops != nil {
+		w.decode = w.ops.decode
+	} else if w.decode, err = newMLADecode(w, p); err != nil {
 		return nil, fmt.Errorf("kernel tables: %w", err)
 	}
-	if w.mla != nil {
-		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.mla.beta
+	if w.decode != nil {
+		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.decode.beta
 	}
 	if w.linState > 0 {
 		// Engines reserve a state slot per sequence up front (SGLang's
@@ -305,7 +304,7 @@ func (w *Worker) FixedStepTime(b Batch) float64 {
 	}
 	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
 	t += w.decodeSeqCost*float64(b.DecodeSeqs) + w.linTokCost*float64(b.PrefillTokens)
-	if (w.ops == nil || !w.ops.tableDecode) && w.mla == nil {
+	if w.decode == nil {
 		t += w.decodeAttnSeq * float64(b.DecodeSeqs)
 	}
 	return t
@@ -323,8 +322,8 @@ func (w *Worker) rooflineStep(b Batch, tokens float64) float64 {
 		layer += w.prefillAttention(b) + w.attnLayerFrac()*w.attnCall
 	}
 	if b.DecodeSeqs > 0 {
-		if w.mla != nil {
-			layer += w.attnLayerFrac() * (w.mla.gamma + w.mla.alpha*float64(b.DecodeSeqs))
+		if w.decode != nil {
+			layer += w.attnLayerFrac() * w.decode.step(float64(b.DecodeSeqs))
 		} else {
 			layer += w.attnLayerFrac() * w.decodeAttnCall
 		}
