@@ -15,12 +15,13 @@ type Disagg struct {
 	SameDomain bool
 }
 
-// handoff tracks requests between the prefill and the decode pool.
-type handoff struct {
-	first, arrival map[int64]float64
-	// wait is the time from the hand-off landing to a decode slot.
-	wait map[int64]float64
-}
+// handoff tracks requests between the prefill and the decode pool, by ID.
+type handoff map[int64]*handedOff
+
+// handedOff is one request past its prefill: when the user sent it, when
+// its first token reaches the user (the hand-off landing, or a decode
+// engine taking it later) and how long it waited for that engine.
+type handedOff struct{ arrival, first, wait float64 }
 
 // prefillSink forwards finished prefills to the decode pool after the KV transfer.
 type prefillSink struct {
@@ -35,8 +36,7 @@ func (s *prefillSink) FirstToken(*engine.Request, float64) {}
 func (s *prefillSink) Finished(r *engine.Request, t float64) {
 	// The first token reaches the user with the KV hand-off.
 	land := t + s.transfer
-	s.h.first[r.ID] = land
-	s.h.arrival[r.ID] = r.Arrival
+	s.h[r.ID] = &handedOff{arrival: r.Arrival, first: land}
 	id, isl := r.ID, r.ISL
 	s.l.after(land, func(now float64) error {
 		i := leastLoaded(s.decode)
@@ -57,18 +57,18 @@ type decodeSink struct {
 // the hand-off: a request that waits for a decode slot waits in its TTFT,
 // not in its TPOT.
 func (s *decodeSink) FirstToken(r *engine.Request, t float64) {
-	if f, ok := s.h.first[r.ID]; ok && t > f {
-		s.h.first[r.ID] = t
-		s.h.wait[r.ID] = t - f
+	if h := s.h[r.ID]; h != nil && t > h.first {
+		h.first, h.wait = t, t-h.first
 	}
 }
 func (s *decodeSink) Finished(r *engine.Request, t float64) {
-	first, wait := s.h.first[r.ID], s.h.wait[r.ID]
-	r.Arrival = s.h.arrival[r.ID]
-	delete(s.h.first, r.ID)
-	delete(s.h.arrival, r.ID)
-	delete(s.h.wait, r.ID)
-	s.c.finishedAfterWait(r, first, t, wait)
+	h := s.h[r.ID]
+	if h == nil {
+		h = &handedOff{} // every decode request comes through prefillSink; zeros otherwise
+	}
+	delete(s.h, r.ID)
+	r.Arrival = h.arrival
+	s.c.finishedAfterWait(r, h.first, t, h.wait)
 	s.l.after(t, s.next)
 }
 
@@ -96,7 +96,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 	res.KVTransferMs = transfer * 1e3
 	res.HandoffFixedMs = perf.HandoffFixed(d.Prefill) * 1e3
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
-		h := handoff{first: map[int64]float64{}, arrival: map[int64]float64{}, wait: map[int64]float64{}}
+		h := handoff{}
 		ps := &prefillSink{l: l, h: h, transfer: transfer, osl: wl.OSL}
 		ds := &decodeSink{l: l, c: c, h: h}
 		var prefill []*engine.Engine
