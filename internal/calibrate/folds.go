@@ -49,3 +49,33 @@ func gridFolds(cases []Case, key func(Case) string, pick func(keep func(Case) bo
 	})
 	return out
 }
+
+// gridLoss is the mean TTFT plus TPOT error (percent each) of ps over the
+// answered cases keep admits, and how many there were.
+func gridLoss(ps []Prediction, cases []Case, keep func(Case) bool) (float64, int) {
+	var sum float64
+	var n int
+	for j, c := range cases {
+		if p := ps[j]; p.Err == "" && keep(c) && p.TTFTms > 0 && p.TPOTms > 0 {
+			sum += ape(p.PredTTFTms, p.TTFTms) + ape(p.PredTPOTms, p.TPOTms)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sum / float64(n), n
+}
+
+// gridPick is the grid point (an index of preds, the cases predicted at
+// each point) with the least gridLoss over the cases keep admits, and how
+// many cases scored it; 0 and 0 when none does.
+func gridPick(preds [][]Prediction, cases []Case, keep func(Case) bool) (int, int) {
+	best, bestLoss, bestN := 0, 0.0, 0
+	for i := range preds {
+		if l, n := gridLoss(preds[i], cases, keep); n > 0 && (bestN == 0 || l < bestLoss) {
+			best, bestLoss, bestN = i, l, n
+		}
+	}
+	return best, bestN
+}

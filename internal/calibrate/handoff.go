@@ -100,36 +100,13 @@ func FitHandoff(env estimate.Env, cases []Case, grid []float64, by []string, pro
 		preds[i] = Predict(e, cases)
 	}
 	backend := func(c Case) perf.Backend { b, _ := perf.ParseBackend(c.Backend); return b }
-	// loss is the mean TTFT plus TPOT error of ps over the cases keep admits.
-	loss := func(ps []Prediction, keep func(Case) bool) (float64, int) {
-		var sum float64
-		var n int
-		for j, c := range cases {
-			if p := ps[j]; p.Err == "" && keep(c) && p.TTFTms > 0 && p.TPOTms > 0 {
-				sum += ape(p.PredTTFTms, p.TTFTms) + ape(p.PredTPOTms, p.TPOTms)
-				n++
-			}
-		}
-		if n == 0 {
-			return 0, 0
-		}
-		return sum / float64(n), n
-	}
-	pick := func(keep func(Case) bool) (int, int) {
-		best, bestLoss, bestN := 0, 0.0, 0
-		for i := range grid {
-			if l, n := loss(preds[i], keep); n > 0 && (bestN == 0 || l < bestLoss) {
-				best, bestLoss, bestN = i, l, n
-			}
-		}
-		return best, bestN
-	}
+	pick := func(keep func(Case) bool) (int, int) { return gridPick(preds, cases, keep) }
 	res := &HandoffResult{Picked: map[perf.Backend]float64{}, Chosen: map[perf.Backend]float64{}, WithoutLoss: map[perf.Backend]float64{}}
 	picked := map[perf.Backend]int{}
 	for _, b := range perf.Backends {
 		if i, n := pick(func(c Case) bool { return backend(c) == b }); n > 0 {
 			picked[b], res.Picked[b] = i, grid[i]
-			res.WithoutLoss[b], _ = loss(preds[0], func(c Case) bool { return backend(c) == b })
+			res.WithoutLoss[b], _ = gridLoss(preds[0], cases, func(c Case) bool { return backend(c) == b })
 		}
 	}
 	carries := map[perf.Backend]bool{}
@@ -146,7 +123,7 @@ func FitHandoff(env estimate.Env, cases []Case, grid []float64, by []string, pro
 			ho.Folds = append(ho.Folds, HandoffFold{Held: f.held, Backend: f.backend, HandoffMs: grid[f.index], Cases: len(f.cases)})
 		}
 		for b := range picked {
-			ho.Loss[b], _ = loss(held, func(c Case) bool { return backend(c) == b })
+			ho.Loss[b], _ = gridLoss(held, cases, func(c Case) bool { return backend(c) == b })
 			carries[b] = carries[b] && ho.Loss[b] < res.WithoutLoss[b]
 		}
 		ho.Report = Summarise(held, 0)

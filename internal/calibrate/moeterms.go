@@ -107,27 +107,7 @@ func FitMoETerms(env estimate.Env, cases []Case, grid MoEGrid, by string, progre
 		preds[i] = Predict(e, cases)
 	}
 	backend := func(c Case) perf.Backend { b, _ := perf.ParseBackend(c.Backend); return b }
-	// pick is the grid index with the least loss over the cases keep admits.
-	pick := func(keep func(Case) bool) (int, int) {
-		best, bestLoss, n := 0, 0.0, 0
-		for i := range grid {
-			var loss float64
-			var m int
-			for j, p := range preds[i] {
-				if p.Err == "" && keep(cases[j]) && p.TTFTms > 0 && p.TPOTms > 0 {
-					loss += ape(p.PredTTFTms, p.TTFTms) + ape(p.PredTPOTms, p.TPOTms)
-					m++
-				}
-			}
-			if m == 0 {
-				continue
-			}
-			if loss /= float64(m); n == 0 || loss < bestLoss {
-				best, bestLoss, n = i, loss, m
-			}
-		}
-		return best, n
-	}
+	pick := func(keep func(Case) bool) (int, int) { return gridPick(preds, cases, keep) }
 	res := &MoEResult{By: by, Chosen: map[perf.Backend]MoETerms{}}
 	chosen := map[perf.Backend]int{}
 	for _, b := range perf.Backends {
