@@ -28,6 +28,7 @@ targets=(
   "./internal/recordcri FuzzRequests"
   "./internal/kernels FuzzParseTable"
   "./internal/kernels FuzzParseMoE"
+  "./internal/kernels FuzzLoadMLAAndGDN"
   "./internal/kernels FuzzCacheRestore"
   "./internal/calibrate FuzzLoadCSV"
   "./internal/calibrate FuzzParseKnobs"

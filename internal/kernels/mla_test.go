@@ -82,3 +82,37 @@ func TestLoadMLANamesTheBadLine(t *testing.T) {
 		}
 	}
 }
+
+// The MLA and gated delta-net loaders on any table text: an error or
+// tables whose answers are positive, never a panic, hang or NaN.
+func FuzzLoadMLAAndGDN(f *testing.F) {
+	f.Add("mla_dtype,kv_cache_dtype,num_heads,isl,batch_size,latency\nbfloat16,fp8,16,1024,1,0.5\nbfloat16,fp8,16,2048,1,0.9\n",
+		"kv_cache_dtype,num_heads,isl,batch_size,step,latency\nfp8,16,1,8,1023,0.05\nfp8,16,1,8,4095,0.2\n",
+		gdnHeader+"x,chunk_gated_delta_rule,context,2,1024,2048,4096,4,16,128,32,128,m,0.5\n")
+	f.Add("", "kv_cache_dtype,num_heads,isl,batch_size,step,latency\nfp8,1e308,1,8,-1,1e-300\n", gdnHeader+"x,k,generation,NaN,x,1,1,4,16,128,32,128,m,1\n")
+	f.Fuzz(func(t *testing.T, ctx, gen, gdn string) {
+		dir := t.TempDir()
+		for name, body := range map[string]string{"context_mla_perf.csv.gz": ctx, "generation_mla_perf.csv.gz": gen, "gdn_perf.csv.gz": gdn} {
+			writeGz(t, filepath.Join(dir, name), body)
+		}
+		s := newSet("sys", "be", "v", GPU{MemBW: 1e12, BF16FLOPS: 1e15})
+		if s.loadMLA(dir, keepAll) != nil || s.loadGDN(dir, keepAll) != nil {
+			return
+		}
+		for k := range s.ContextMLA {
+			if v, ok := s.ContextMLATime(k, 16, 3000, 2); ok && !(v > 0) {
+				t.Fatalf("context MLA answered %v", v)
+			}
+		}
+		for k := range s.GenerationMLA {
+			if v, ok := s.GenerationMLATime(k.KVDtype, 16, 32, 3000); ok && !(v > 0) {
+				t.Fatalf("generation MLA answered %v", v)
+			}
+		}
+		for k := range s.GDN {
+			if v, ok := s.GDNTime(k, 32, 4, 2048); ok && !(v > 0) {
+				t.Fatalf("gdn answered %v", v)
+			}
+		}
+	})
+}
