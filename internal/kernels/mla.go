@@ -11,6 +11,11 @@ import (
 // as heads, batch or length grow.
 const stallFactor = 1.5
 
+// maxStallRows bounds the tables stalls are looked for in: the search is
+// quadratic in a table's rows, and the measured MLA tables hold at most a
+// few thousand. A larger table keeps its rows as they are.
+const maxStallRows = 20000
+
 // Multi-head latent attention (DeepSeek-V3 style) kernel tables: the
 // attention core alone, without the projections around it.
 const (
@@ -110,6 +115,9 @@ func stalls(rows []Sample) []bool {
 	}
 	out := make([]bool, len(rows))
 	for _, idx := range by {
+		if len(idx) > maxStallRows {
+			continue
+		}
 		sort.Slice(idx, func(a, b int) bool { return rows[idx[a]].Latency < rows[idx[b]].Latency })
 		for _, i := range idx {
 			a := rows[i]

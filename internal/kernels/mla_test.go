@@ -35,6 +35,15 @@ func TestStalls(t *testing.T) {
 			t.Errorf("%s: stalls %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// A table past maxStallRows is not searched (the search is quadratic):
+	// a row that is a stall in a small table is kept in a huge one.
+	big := []Sample{smp(OpContextMLA, ctx, 1.6, 2, 512, 64)}
+	for i := 0; i < maxStallRows; i++ {
+		big = append(big, smp(OpContextMLA, ctx, 1.0, 2, 512, 128+float64(i)))
+	}
+	if stalls(big)[0] {
+		t.Error("a table past maxStallRows was searched for stalls")
+	}
 }
 
 // The MLA tables come back from the cache as they were parsed, stalls
