@@ -69,6 +69,9 @@ writes the parameters (--params, or the embedded ones) with the kept costs.
   gpuplane calibrate handoff --data ../shared/calibration --out params.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(by) == 0 {
+				return fmt.Errorf("--cv: empty; give one or more of campaign, model and system (default campaign,model)")
+			}
 			env, ds, err := calibrationData(g, dir)
 			if err != nil {
 				return err

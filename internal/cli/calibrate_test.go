@@ -410,4 +410,7 @@ func TestCalibrateHandoff(t *testing.T) {
 	if _, _, err := run(t, "calibrate", "handoff", "--data", dir, "--cv", "backend"); err == nil || !strings.Contains(err.Error(), "--cv") {
 		t.Errorf("--cv backend: %v", err)
 	}
+	if _, _, err := run(t, "calibrate", "handoff", "--data", dir, "--cv", ""); err == nil || !strings.Contains(err.Error(), "--cv: empty") {
+		t.Errorf("--cv empty: %v", err)
+	}
 }
