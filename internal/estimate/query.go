@@ -119,9 +119,10 @@ func (o *Output) noteWorker(role string, w *perf.Worker) {
 	}
 }
 
-// withIntervals attaches the held-out intervals of the query's kind.
+// withIntervals attaches the held-out intervals of the query's kind. A
+// deployment that does not fit has no latency, so it gets no interval.
 func (o *Output) withIntervals(p *perf.Params, b perf.Backend, moe bool, mode string) {
-	if o.Result == nil || p == nil {
+	if o.Result == nil || !o.Result.Fits || p == nil {
 		return
 	}
 	key := perf.IntervalKey(b, moe, mode)

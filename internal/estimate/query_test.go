@@ -133,6 +133,12 @@ func TestRunIntervals(t *testing.T) {
 	if out, err = Run(e, q, serving.Options{}); err != nil || out.TTFTInterval != nil || out.TPOTInterval != nil {
 		t.Errorf("sglang has no measured spread: want no interval, got %v %v (%v)", out.TTFTInterval, out.TPOTInterval, err)
 	}
+	// A deployment that does not fit has no latency to put an interval on.
+	q.Backend, q.OSL = "vllm", 10_000_000
+	out, err = Run(e, q, serving.Options{})
+	if out == nil || out.Result == nil || out.Fits || out.TTFTInterval != nil || out.TPOTInterval != nil {
+		t.Errorf("a deployment that does not fit: want no interval, got %+v (%v)", out, err)
+	}
 }
 
 // Attention DP: a worker of tp x dp GPUs runs dp engines; disaggregated
