@@ -210,16 +210,16 @@ func siliconCase(t *csvTable, row []string, resolve func(string) (bool, bool)) (
 	}
 	switch c.Mode {
 	case "agg":
-		q.Concurrency = geti("batch_size")
-		q.TP, q.PP = geti("tp_size"), geti("pp_size")
-		if dp := geti("attention_dp_size"); dp > 1 {
-			// batch_size is per attention-DP rank: the benchmark ran
-			// batch_size x dp users (silicon_concurrency says so).
-			q.DP = dp
-			q.Concurrency *= dp
+		l, reason, e := readAggLayout(t, row)
+		if e != nil || reason != "" {
+			return c, reason, e
 		}
-		if ep := geti("moe_ep_size"); ep > 1 && !dense {
-			q.EP = ep
+		q.Concurrency, q.TP, q.PP = l.Concurrency, l.TP, l.PP
+		if l.DP > 1 {
+			q.DP = l.DP
+		}
+		if l.EP > 1 && !dense {
+			q.EP = l.EP
 		}
 	case "disagg":
 		m := concurrencyRe.FindStringSubmatch(t.get(row, "silicon_data_source") + " " + c.ID)

@@ -64,19 +64,25 @@ func gridRows(t *csvTable) ([]GridRow, error) {
 		for _, f := range []struct {
 			col string
 			dst *int
-		}{{"isl", &isl}, {"osl", &r.OSL}, {"batch_size", &r.Concurrency}, {"tp_size", &r.TP}, {"pp_size", &r.PP}, {"attention_dp_size", &r.DP}} {
+		}{{"isl", &isl}, {"osl", &r.OSL}} {
 			if *f.dst, err = t.int(row, f.col); err != nil {
 				return nil, fmt.Errorf("%s line %d: %w", t.path, i+2, err)
 			}
 		}
+		l, reason, err := readAggLayout(t, row)
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", t.path, i+2, err)
+		}
+		if reason != "" {
+			continue // LoadSilicon reports it as skipped
+		}
+		r.TP, r.PP, r.DP, r.Concurrency = l.TP, l.PP, l.DP, l.Concurrency
 		if r.TTFTms, err = t.num(row, "silicon_ttft_ms"); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", t.path, i+2, err)
 		}
 		if r.TPOTms, err = t.num(row, "silicon_tpot_ms"); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", t.path, i+2, err)
 		}
-		// batch_size is per attention-DP rank.
-		r.Concurrency *= max(r.DP, 1)
 		if r.Concurrency < 1 || r.OSL < 1 || r.TTFTms <= 0 || r.TPOTms <= 0 {
 			continue // not a measurement: LoadSilicon reports these as skipped
 		}
