@@ -34,7 +34,7 @@ func kernelTree(t *testing.T, truth perf.MoEKernel) string {
 		for _, n := range []float64{1, 4, 16, 64, 256, 1024, 4096, 16384} {
 			for _, tp := range []float64{1, 2, 4, 8} {
 				for _, e := range [][2]float64{{2048, 768}, {4096, 1536}} {
-					s := perf.MoEShape{Tokens: n, TopK: 8, Experts: 128, ExpertParams: 3 * e[0] * e[1] / tp, WeightBytes: catalog.FP8.Bytes(), Eager: true}
+					s := perf.MoEShape{Tokens: n, TopK: 8, Experts: 128, ExpertParams: 3 * e[0] * e[1] / tp, WeightBytes: catalog.FP8.Bytes(), Eager: true, Balanced: true}
 					ms := 1e3 * truth.Seconds(s, 1978e12, 4.8e12)
 					fmt.Fprintf(zw, "VLLM,0.19.0,H200,moe,vllm_fused_moe,fp8_block,%g,%g,%g,8,128,%g,1,balanced,%g\n", n, e[0], e[1], tp, ms)
 				}

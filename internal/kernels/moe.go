@@ -137,7 +137,7 @@ func parseMoE(name string, rd io.Reader, system string, gpu GPU) ([]MoERow, erro
 		m := MoERow{
 			System: system, Precision: prec, Kernel: src,
 			Shape: perf.MoEShape{Tokens: tokens, TopK: topk, Experts: experts,
-				ExpertParams: 3 * hidden * inter / tp, WeightBytes: prec.Bytes(), Eager: true},
+				ExpertParams: 3 * hidden * inter / tp, WeightBytes: prec.Bytes(), Eager: true, Balanced: true},
 			Peak: gpu.moePeak(prec), BW: gpu.MemBW,
 			Seconds: r.num(10) * 1e-3,
 		}

@@ -85,7 +85,7 @@ func syntheticMoE(k perf.MoEKernel) []MoERow {
 				if e[2] == 8 {
 					topk = 2
 				}
-				s := perf.MoEShape{Tokens: tokens, TopK: topk, Experts: e[2], ExpertParams: 3 * e[0] * e[1] / tp, WeightBytes: 1, Eager: true}
+				s := perf.MoEShape{Tokens: tokens, TopK: topk, Experts: e[2], ExpertParams: 3 * e[0] * e[1] / tp, WeightBytes: 1, Eager: true, Balanced: true}
 				rows = append(rows, MoERow{System: "x", Precision: catalog.FP8, Shape: s, Peak: 1979e12, BW: 4.8e12, Seconds: k.Seconds(s, 1979e12, 4.8e12)})
 			}
 		}

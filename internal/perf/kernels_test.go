@@ -176,8 +176,8 @@ func TestKernelsMoESummaryFromTables(t *testing.T) {
 	}
 	embedded := step(nil)
 	noMoE := step(&perftest.Kernels{})
-	slow := step(&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.3, RowsHalf: 100, ParamsHalf: 1e8}})
-	implausible := step(&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.1, RowsHalf: 100, ParamsHalf: 1e8}})
+	slow := step(&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.02, Bandwidth: 0.27, RowsHalf: 2, ParamsHalf: 1e6}})
+	implausible := step(&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.1, RowsHalf: 2, ParamsHalf: 1e6}})
 	if noMoE != embedded {
 		t.Errorf("tables without a MoE answer: step %g s, want the embedded summary's %g s", noMoE, embedded)
 	}
@@ -189,8 +189,8 @@ func TestKernelsMoESummaryFromTables(t *testing.T) {
 		k    *perftest.Kernels
 		note string
 	}{
-		"slow but plausible": {&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.3, RowsHalf: 100, ParamsHalf: 1e8}}, ""},
-		"implausible":        {&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.1, RowsHalf: 100, ParamsHalf: 1e8}}, "streams expert weights at 10% of the bandwidth"},
+		"slow but plausible": {&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.02, Bandwidth: 0.27, RowsHalf: 2, ParamsHalf: 1e6}}, ""},
+		"implausible":        {&perftest.Kernels{MoEKernel: &perf.MoEKernel{Compute: 0.05, Bandwidth: 0.1, RowsHalf: 2, ParamsHalf: 1e6}}, "streams expert weights at 10% of the bandwidth"},
 		"no MoE answer":      {&perftest.Kernels{}, ""},
 	} {
 		p := perf.MustDefaultParams().Clone()

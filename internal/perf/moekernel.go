@@ -55,12 +55,26 @@ type MoEShape struct {
 	// CUDA graphs, which replay the layer's kernels without launch gaps;
 	// iterations with prompt tokens (and the kernel tables) run eagerly.
 	Eager bool
+	// Balanced routing spreads the tokens' picks evenly, so it reaches
+	// min(Experts, Tokens x TopK) experts, as the kernel tables' balanced
+	// rows do. Serving routes each token on its own, and its picks land on
+	// experts at random: fewer experts at a few dozen tokens (163 of 256 at
+	// 32 tokens with 8 picks, where balanced reaches all 256).
+	Balanced bool
+}
+
+// ActiveExperts is how many experts hold at least one of the shape's rows.
+func (s MoEShape) ActiveExperts() float64 {
+	if s.Balanced {
+		return math.Min(s.Experts, s.Tokens*s.TopK)
+	}
+	return s.Experts * (1 - math.Pow(1-s.TopK/s.Experts, s.Tokens))
 }
 
 // Seconds prices the shape on a GPU of peak FLOP/s and bw bytes/s.
 func (k *MoEKernel) Seconds(s MoEShape, peak, bw float64) float64 {
 	rows := math.Max(1, s.Tokens*s.TopK/s.Experts)
-	active := s.Experts * (1 - math.Pow(1-s.TopK/s.Experts, s.Tokens))
+	active := s.ActiveExperts()
 	slice := s.SliceParams
 	if slice <= 0 {
 		slice = s.ExpertParams
@@ -120,46 +134,75 @@ func (p *Params) moeKernelChoice(g *catalog.GPU, b Backend, w catalog.Precision)
 	if !fits(own) {
 		return nil, ""
 	}
-	if own.Plausible() {
+	peak, bw, wb := g.PeakTFLOPS(w)*1e12, g.MemoryBandwidthGBps*1e9, w.Bytes()
+	if own.Plausible(peak, bw, wb) {
 		return own, ""
 	}
-	k, from := f.servedMoE(w, fits)
+	k, from := f.servedMoE(w, fits, peak, bw)
 	instead := "as dense GEMMs"
 	if k != nil {
 		instead = fmt.Sprintf("as %s's %s summary", from, w)
 	}
-	return k, givesWay(fmt.Sprintf("%s's %s fused-MoE kernel table", b, w), own, g.Name+"'s", instead)
+	return k, givesWay(fmt.Sprintf("%s's %s fused-MoE kernel table", b, w), own.DecodeStreaming(peak, bw, wb), g.Name+"'s", instead)
 }
 
 // givesWay is the note of a summary that gave way: what table streams
 // expert weights at what share of whose bandwidth, and what prices the
 // experts instead.
-func givesWay(table string, k *MoEKernel, whose, instead string) string {
-	return fmt.Sprintf("%s streams expert weights at %.0f%% of %s bandwidth, below the %.0f%% a served kernel reaches: experts priced %s",
-		table, 100*k.Bandwidth, whose, 100*slowestServed, instead)
+func givesWay(table string, streaming float64, whose, instead string) string {
+	return fmt.Sprintf("%s streams expert weights at %.0f%% of %s bandwidth in a decode step, below the %.0f%% a served kernel reaches: experts priced %s",
+		table, 100*streaming, whose, 100*slowestServed, instead)
 }
 
-// servedMoE is the plausible summary at precision w with the highest
-// bandwidth among those fits admits, and its backend, or nil. Backends
-// are visited in a fixed order so that a tie always resolves the same way.
-func (f *FamilyParams) servedMoE(w catalog.Precision, fits func(*MoEKernel) bool) (*MoEKernel, Backend) {
+// servedMoE is the plausible summary at precision w whose decode streams
+// fastest among those fits admits, and its backend, or nil. Backends are
+// visited in a fixed order so that a tie always resolves the same way.
+func (f *FamilyParams) servedMoE(w catalog.Precision, fits func(*MoEKernel) bool, peak, bw float64) (*MoEKernel, Backend) {
 	var best *MoEKernel
 	var from Backend
+	most := 0.0
 	for _, b := range Backends {
-		if k := f.MoE[b][w]; fits(k) && k.Plausible() && (best == nil || k.Bandwidth > best.Bandwidth) {
-			best, from = k, b
+		k := f.MoE[b][w]
+		if !fits(k) {
+			continue
+		}
+		if s := k.DecodeStreaming(peak, bw, w.Bytes()); s >= slowestServed && (best == nil || s > most) {
+			best, from, most = k, b, s
 		}
 	}
 	return best, from
 }
 
-// Plausible says whether the summary streams weights at no less than a
-// served kernel does (slowestServed of the bandwidth). vLLM's w4a16 MoE
-// tables reach 11% (Blackwell) and 20% (Hopper) where every other table
-// reaches 62% or more, and vLLM's own int4 serving runs decode about twice
-// as fast as those tables allow: engines serve int4 experts with a faster
-// kernel than the one measured.
-func (k *MoEKernel) Plausible() bool { return k.Bandwidth >= slowestServed }
+// plausibleShape is the decode step the plausibility bound is taken at:
+// 16 tokens, each to 8 of 128 experts of 3 x 4096 x 1536 weights (the
+// experts of Qwen3-30B-A3B and Qwen3-235B-A22B), replayed from a graph.
+func plausibleShape(wBytes float64) MoEShape {
+	return MoEShape{Tokens: 16, TopK: 8, Experts: 128, ExpertParams: 3 * 4096 * 1536, WeightBytes: wBytes}
+}
+
+// DecodeStreaming is the share of a GPU's bandwidth (peak and bw as
+// Seconds takes them) at which the summary's decode step reads the
+// experts' weights of plausibleShape: what the summary means to decode,
+// whichever of its numbers carries it. A fit can trade a low bandwidth
+// for a low compute at few rows per expert; this reads both.
+func (k *MoEKernel) DecodeStreaming(peak, bw, wBytes float64) float64 {
+	s := plausibleShape(wBytes)
+	t := k.Seconds(s, peak, bw)
+	if !(t > 0) {
+		return 0
+	}
+	return s.ActiveExperts() * s.ExpertParams * wBytes / bw / t
+}
+
+// Plausible says whether the summary's decode streams weights at no less
+// than a served kernel does (slowestServed of the bandwidth). vLLM's w4a16
+// MoE tables reach 11% (Blackwell) and 20% (Hopper) where every other
+// table reaches 62% or more, and vLLM's own int4 serving runs decode about
+// twice as fast as those tables allow: engines serve int4 experts with a
+// faster kernel than the one measured.
+func (k *MoEKernel) Plausible(peak, bw, wBytes float64) bool {
+	return k.DecodeStreaming(peak, bw, wBytes) >= slowestServed
+}
 
 // CCMajor is the major part of a compute capability ("12.0" -> "12").
 func CCMajor(cc string) string {

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -146,7 +147,8 @@ func TestWorkerUsesMoEKernel(t *testing.T) {
 	}
 	slow := plain.Clone()
 	slow.Families[catalog.Hopper].MoE = map[Backend]map[catalog.Precision]*MoEKernel{
-		VLLM: {catalog.FP8: {Compute: 0.1, Bandwidth: 0.3, RowsHalf: 64, LaunchUs: 100, ParamsHalf: 1e7}},
+		// Slow, but not so slow at decode that it gives way (Plausible).
+		VLLM: {catalog.FP8: {Compute: 0.1, Bandwidth: 0.3, RowsHalf: 4, LaunchUs: 100, ParamsHalf: 1e7}},
 	}
 	wPlain, err := NewWorker(cfg, plain)
 	if err != nil {
@@ -194,7 +196,15 @@ func TestMoEKernelForReplacesImplausibleSummaries(t *testing.T) {
 	fast := &MoEKernel{Compute: 0.2, Bandwidth: 0.9, ComputeCapability: "9"}
 	faster := &MoEKernel{Compute: 0.2, Bandwidth: 1.1, ComputeCapability: "9"}
 	otherCC := &MoEKernel{Compute: 0.2, Bandwidth: 1.1, ComputeCapability: "10"}
-	edge := &MoEKernel{Compute: 0.2, Bandwidth: slowestServed, ComputeCapability: "9"}
+	// Streaming comes out a hair under Bandwidth (the compute term adds to
+	// the read); this one's decode streams at the bound.
+	edge := &MoEKernel{Compute: 1, Bandwidth: slowestServed * 1.001, ComputeCapability: "9"}
+	if s := edge.DecodeStreaming(h200.PeakTFLOPS(catalog.W4A16)*1e12, h200.MemoryBandwidthGBps*1e9, catalog.W4A16.Bytes()); s < slowestServed || s > slowestServed*1.001 {
+		t.Fatalf("edge streams at %g, want the bound %g", s, slowestServed)
+	}
+	// A fit can carry a slow decode in its compute at few rows per expert
+	// rather than in its bandwidth: it gives way all the same.
+	slowCompute := &MoEKernel{Compute: 0.08, Bandwidth: 1.2, RowsHalf: 48, ComputeCapability: "9"}
 	for _, tc := range []struct {
 		name string
 		moe  kernels
@@ -204,6 +214,7 @@ func TestMoEKernelForReplacesImplausibleSummaries(t *testing.T) {
 		{"plausible kept", kernels{VLLM: {catalog.W4A16: fast}, SGLang: {catalog.W4A16: faster}}, fast, ""},
 		{"at the bound kept", kernels{VLLM: {catalog.W4A16: edge}, SGLang: {catalog.W4A16: faster}}, edge, ""},
 		{"slow gives way to another backend", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: fast}}, fast, "sglang's w4a16 summary"},
+		{"slow in compute gives way too", kernels{VLLM: {catalog.W4A16: slowCompute}, SGLang: {catalog.W4A16: fast}}, fast, "sglang's w4a16 summary"},
 		{"the fastest of several", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: fast}, TRTLLM: {catalog.W4A16: faster}}, faster, "trtllm's w4a16 summary"},
 		{"only at the same precision", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.FP8: fast}}, nil, "dense GEMMs"},
 		{"only for the same compute capability", kernels{VLLM: {catalog.W4A16: slow}, SGLang: {catalog.W4A16: otherCC}}, nil, "dense GEMMs"},
@@ -217,8 +228,13 @@ func TestMoEKernelForReplacesImplausibleSummaries(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 			_, note := p.moeKernelChoice(h200, VLLM, catalog.W4A16)
-			if (tc.note == "") != (note == "") || !strings.HasSuffix(note, tc.note) || (note != "" && !strings.Contains(note, "11% of h200_sxm's bandwidth")) {
-				t.Errorf("note %q, want one ending %q", note, tc.note)
+			share := ""
+			if own := tc.moe[VLLM][catalog.W4A16]; own != nil {
+				s := own.DecodeStreaming(h200.PeakTFLOPS(catalog.W4A16)*1e12, h200.MemoryBandwidthGBps*1e9, catalog.W4A16.Bytes())
+				share = fmt.Sprintf(" %.0f%% of h200_sxm's bandwidth in a decode step", 100*s)
+			}
+			if (tc.note == "") != (note == "") || !strings.HasSuffix(note, tc.note) || (note != "" && !strings.Contains(note, share)) {
+				t.Errorf("note %q, want one ending %q and saying%s", note, tc.note, share)
 			}
 		})
 	}
@@ -247,5 +263,58 @@ func TestEmbeddedMoESummariesInUse(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Balanced routing (the kernel tables' rows) reaches min(experts, picks);
+// serving's independent picks reach fewer, as counting random draws says.
+func TestActiveExperts(t *testing.T) {
+	for _, c := range []struct {
+		tokens, topk, experts float64
+		balanced, random      float64
+	}{
+		{1, 8, 256, 8, 8},
+		{4, 8, 256, 32, 30.5},
+		{32, 8, 256, 256, 163.3},
+		{64, 8, 256, 256, 222.4},
+		{1024, 2, 8, 8, 8},
+	} {
+		s := MoEShape{Tokens: c.tokens, TopK: c.topk, Experts: c.experts}
+		r := s.ActiveExperts()
+		s.Balanced = true
+		b := s.ActiveExperts()
+		if b != c.balanced || math.Abs(r-c.random) > 0.1 {
+			t.Errorf("%v tokens x %v of %v experts: balanced %.1f random %.1f, want %.1f and %.1f", c.tokens, c.topk, c.experts, b, r, c.balanced, c.random)
+		}
+	}
+	// Brute force: the mean number of distinct experts over random picks.
+	seed := uint64(1)
+	next := func() uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return seed >> 33 }
+	const trials, tokens, topk, experts = 4000, 32, 8, 256
+	sum := 0
+	for range trials {
+		var hit [experts]bool
+		n := 0
+		for range tokens {
+			// A token's top-k are distinct experts.
+			var picked [experts]bool
+			for k := 0; k < topk; {
+				e := next() % experts
+				if picked[e] {
+					continue
+				}
+				picked[e] = true
+				k++
+				if !hit[e] {
+					hit[e] = true
+					n++
+				}
+			}
+		}
+		sum += n
+	}
+	want := MoEShape{Tokens: tokens, TopK: topk, Experts: experts}.ActiveExperts()
+	if got := float64(sum) / trials; math.Abs(got/want-1) > 0.01 {
+		t.Errorf("random picks reach %.1f experts on average, the formula says %.1f", got, want)
 	}
 }

@@ -405,12 +405,13 @@ func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 		}
 		if k != nil {
 			mk, err := k.MoE(w.cfg.Weights)
-			if err != nil || (mk != nil && mk.Plausible()) {
+			peak, bw, wb := d.PeakTFLOPS(w.cfg.Weights)*1e12, d.BandwidthGBps()*1e9, w.cfg.Weights.Bytes()
+			if err != nil || (mk != nil && mk.Plausible(peak, bw, wb)) {
 				return mk, err
 			}
 			if mk != nil {
 				table := fmt.Sprintf("the measured %s %s fused-MoE table of %s", w.cfg.Backend, w.cfg.Weights, d.GPU.Name)
-				w.notes = append(w.notes, givesWay(table, mk, "the", "with the embedded summaries"))
+				w.notes = append(w.notes, givesWay(table, mk.DecodeStreaming(peak, bw, wb), "the", "with the embedded summaries"))
 			}
 		}
 	}
