@@ -20,7 +20,8 @@ type MoEKernel struct {
 	// Bandwidth is the fraction of memory bandwidth reached reading the
 	// active experts' weights.
 	Bandwidth float64 `json:"bandwidth"`
-	// RowsHalf is the rows per expert at which compute runs at half of Compute.
+	// RowsHalf is the rows per active expert at which compute runs at half
+	// of Compute (the idle rows of a partly filled tile).
 	RowsHalf float64 `json:"rowsHalf"`
 	// ParamsHalf is the weights per expert and GPU at which compute runs at
 	// half of Compute: small (or finely tp-sliced) experts fill few tiles.
@@ -73,14 +74,18 @@ func (s MoEShape) ActiveExperts() float64 {
 
 // Seconds prices the shape on a GPU of peak FLOP/s and bw bytes/s.
 func (k *MoEKernel) Seconds(s MoEShape, peak, bw float64) float64 {
-	rows := math.Max(1, s.Tokens*s.TopK/s.Experts)
 	active := s.ActiveExperts()
 	slice := s.SliceParams
 	if slice <= 0 {
 		slice = s.ExpertParams
 	}
 	size := slice / (slice + k.ParamsHalf)
-	tc := 2 * s.Tokens * s.TopK * s.ExpertParams / (peak * k.Compute * size * rows / (rows + k.RowsHalf))
+	// Each active expert's GEMM computes its rows and about RowsHalf rows
+	// of idle tile besides: at r rows per active expert, compute runs at
+	// r / (r + RowsHalf) of Compute. Taken per active expert, the idle
+	// tiles follow the routing: balanced rows of the tables fill every
+	// expert at 32 tokens of top-8 of 256, serving's picks 163 of them.
+	tc := 2 * (s.Tokens*s.TopK + k.RowsHalf*active) * s.ExpertParams / (peak * k.Compute * size)
 	tm := active * s.ExpertParams * s.WeightBytes / (bw * k.Bandwidth)
 	t := smoothMax(tc, tm)
 	if s.Eager {
