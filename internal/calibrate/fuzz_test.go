@@ -3,6 +3,7 @@ package calibrate
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,16 +17,23 @@ func FuzzLoadCSV(f *testing.F) {
 	f.Add(head + "c,x,vllm,m,g,,disagg,1,1,,,,,,1,1\n")
 	f.Add("id\n\"unterminated\n")
 	f.Add(head + "d,x,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1e300,-5,NaN,0,1,1,1,-1,Inf\n")
+	moeTP := "id,silicon_data_source,backend,model_path,system,mode,isl,osl,batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n"
+	f.Add(moeTP + "e_tp8_ep8,silicon_concurrency=64,trtllm,deepseek-ai/DeepSeek-R1,b200_sxm,agg,1024,1024,1,1,1,64,8,8,1085,12.3\n")
+	f.Add(moeTP + "f,silicon_concurrency=320,trtllm,deepseek-ai/DeepSeek-R1,b200_sxm,agg,4000,1000,40,8,1,1,8,1,350,17\n")
 	resolve := func(string) (bool, bool) { return true, true }
 	f.Fuzz(func(t *testing.T, data string) {
 		path := filepath.Join(t.TempDir(), "runs.csv")
 		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		users := map[string][]int{} // ids need not be unique
 		if cases, _, err := LoadSilicon(path, resolve); err == nil {
 			for _, c := range cases {
 				if c.TTFTms <= 0 || c.TPOTms <= 0 || c.Query.Concurrency < 1 {
 					t.Fatalf("case %+v is not a measurement", c)
+				}
+				if c.Mode == "agg" {
+					users[c.ID] = append(users[c.ID], c.Query.Concurrency)
 				}
 			}
 		}
@@ -33,6 +41,10 @@ func FuzzLoadCSV(f *testing.F) {
 			for _, r := range rows {
 				if r.TTFTms <= 0 || r.TPOTms <= 0 || r.Concurrency < 1 || r.OSL < 1 {
 					t.Fatalf("grid row %+v is not a measurement", r)
+				}
+				// One reading of a row's layout serves both (readAggLayout).
+				if n, ok := users[r.ID]; ok && !slices.Contains(n, r.Concurrency) {
+					t.Fatalf("row %q: %d users in the grid, %v in the loader", r.ID, r.Concurrency, n)
 				}
 			}
 		}
