@@ -56,6 +56,10 @@ type csvTable struct {
 	path string
 	cols map[string]int
 	rows [][]string
+	// domain is a system's GPUs in one NVLink domain (0: not known); set
+	// where a catalog is at hand, it lets readAggLayout tell an exporter's
+	// product from a real multi-node layout.
+	domain func(system string) int
 }
 
 func readCSV(path string, required ...string) (*csvTable, error) {

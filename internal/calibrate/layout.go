@@ -18,13 +18,16 @@ type aggLayout struct {
 // all but nine rows. Those nine state another count, and neither count
 // explains both of their latencies, so they are left out with the reason.
 //
-// TensorRT-LLM runs the experts of an attention-DP worker over its own
-// GPUs (moe_tp x moe_ep = dp). Rows with dp equal to that product while
-// both factors exceed one (dp 64 with moe 8 x 8) were exported from
-// attention-DP runs of moe_ep GPUs: fifteen of them repeat, value for value,
-// a run of the same campaign recorded as dp = moe_ep (8 or 4), and their
-// ids name that run (tp8_ep8). They are read as that run, with the same
-// users.
+// An engine runs the experts of a worker over its own GPUs: moe_tp x
+// moe_ep is the worker's tp (or, under TensorRT-LLM's attention DP, its
+// dp). Rows of the 2026-04-06 campaign and the dump record tp or dp as
+// that product on single-node systems (tp 64 with moe 8 x 8 on 8-GPU
+// B200 and H200 nodes): exported from runs of moe_ep GPUs. Many of them
+// repeat, value for value, a run of the same campaign recorded as tp (or
+// dp) = moe_ep = 8 or 4 with moe_tp 1, and their ids name that run
+// (tp8_ep8). A product larger than the system's NVLink domain (t.domain)
+// is read as that run, with the same users; within the domain the same
+// product can be a real layout (tp 4 over moe 2 x 2), and stays.
 func readAggLayout(t *csvTable, row []string) (aggLayout, string, error) {
 	var l aggLayout
 	var err error
@@ -48,8 +51,23 @@ func readAggLayout(t *csvTable, row []string) (aggLayout, string, error) {
 			return l, "batch_size x attention_dp_size is not the concurrency the run states", nil
 		}
 	}
-	if t.get(row, "backend") == "trtllm" && l.DP > 1 && mtp > 1 && mep > 1 && mtp*mep == l.DP {
-		l.DP = mep
+	if n := mtp * mep; mtp > 1 && mep > 1 && t.beyondDomain(t.get(row, "system"), n) {
+		switch n {
+		case l.DP:
+			l.DP = mep
+		case l.TP:
+			l.TP = mep
+		}
 	}
 	return l, "", nil
+}
+
+// beyondDomain says whether n GPUs exceed the system's NVLink domain; a
+// table without a catalog, or a system outside it, says no.
+func (t *csvTable) beyondDomain(system string, n int) bool {
+	if t.domain == nil {
+		return false
+	}
+	d := t.domain(system)
+	return d > 0 && n > d
 }

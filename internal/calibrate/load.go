@@ -34,6 +34,13 @@ func LoadDir(dir string, cat *catalog.Catalog) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.domain = func(system string) int {
+		g, err := cat.GPU(system)
+		if err != nil {
+			return 0
+		}
+		return g.MaxTP()
+	}
 	cases, skipped, err := siliconCases(t, resolve)
 	if err != nil {
 		return nil, err
