@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -288,8 +289,7 @@ func TestActiveExperts(t *testing.T) {
 		}
 	}
 	// Brute force: the mean number of distinct experts over random picks.
-	seed := uint64(1)
-	next := func() uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return seed >> 33 }
+	rng := rand.New(rand.NewPCG(1, 2))
 	const trials, tokens, topk, experts = 4000, 32, 8, 256
 	sum := 0
 	for range trials {
@@ -299,7 +299,7 @@ func TestActiveExperts(t *testing.T) {
 			// A token's top-k are distinct experts.
 			var picked [experts]bool
 			for k := 0; k < topk; {
-				e := next() % experts
+				e := rng.IntN(experts)
 				if picked[e] {
 					continue
 				}
