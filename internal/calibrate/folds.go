@@ -3,8 +3,29 @@ package calibrate
 import (
 	"sort"
 
+	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
+
+// gridPredict predicts cases at every point of grid, with the parameters
+// with gives for the point; progress, when set, hears of each point as it
+// starts.
+func gridPredict[T any](env estimate.Env, cases []Case, grid []T, with func(*perf.Params, T) *perf.Params, progress func(i, n int, g T)) [][]Prediction {
+	preds := make([][]Prediction, len(grid))
+	for i, g := range grid {
+		if progress != nil {
+			progress(i+1, len(grid), g)
+		}
+		e := env
+		e.Params = with(env.Params, g)
+		preds[i] = Predict(e, cases)
+	}
+	return preds
+}
+
+// caseBackend is the case's backend; the searches keep only cases whose
+// backend parses.
+func caseBackend(c Case) perf.Backend { b, _ := perf.ParseBackend(c.Backend); return b }
 
 // fold is one group of one backend held out: its cases (indices) and the
 // grid point picked on the backend's other groups.
@@ -19,7 +40,6 @@ type fold struct {
 // grid point on the backend's other cases with pick (0, the baseline, when
 // the backend has no other group). Folds come sorted by group, then backend.
 func gridFolds(cases []Case, key func(Case) string, pick func(keep func(Case) bool) (int, int)) []fold {
-	backend := func(c Case) perf.Backend { b, _ := perf.ParseBackend(c.Backend); return b }
 	names, _ := groupBy(cases, key)
 	sort.Strings(names)
 	var out []fold
@@ -27,14 +47,14 @@ func gridFolds(cases []Case, key func(Case) string, pick func(keep func(Case) bo
 		for _, b := range perf.Backends {
 			var test []int
 			for j, c := range cases {
-				if key(c) == g && backend(c) == b {
+				if key(c) == g && caseBackend(c) == b {
 					test = append(test, j)
 				}
 			}
 			if len(test) == 0 {
 				continue
 			}
-			i, n := pick(func(c Case) bool { return key(c) != g && backend(c) == b })
+			i, n := pick(func(c Case) bool { return key(c) != g && caseBackend(c) == b })
 			if n == 0 {
 				i = 0 // nothing else measured on this backend
 			}

@@ -90,23 +90,16 @@ func FitHandoff(env estimate.Env, cases []Case, grid []float64, by []string, pro
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("handoff: no measured disaggregated serving runs in the data")
 	}
-	preds := make([][]Prediction, len(grid))
-	for i, ms := range grid {
-		if progress != nil {
-			progress(i+1, len(grid), ms)
-		}
-		e := env
-		e.Params = withHandoff(env.Params, func(perf.Backend) float64 { return ms })
-		preds[i] = Predict(e, cases)
-	}
-	backend := func(c Case) perf.Backend { b, _ := perf.ParseBackend(c.Backend); return b }
+	preds := gridPredict(env, cases, grid, func(p *perf.Params, ms float64) *perf.Params {
+		return withHandoff(p, func(perf.Backend) float64 { return ms })
+	}, progress)
 	pick := func(keep func(Case) bool) (int, int) { return gridPick(preds, cases, keep) }
 	res := &HandoffResult{Picked: map[perf.Backend]float64{}, Chosen: map[perf.Backend]float64{}, WithoutLoss: map[perf.Backend]float64{}}
 	picked := map[perf.Backend]int{}
 	for _, b := range perf.Backends {
-		if i, n := pick(func(c Case) bool { return backend(c) == b }); n > 0 {
+		if i, n := pick(func(c Case) bool { return caseBackend(c) == b }); n > 0 {
 			picked[b], res.Picked[b] = i, grid[i]
-			res.WithoutLoss[b], _ = gridLoss(preds[0], cases, func(c Case) bool { return backend(c) == b })
+			res.WithoutLoss[b], _ = gridLoss(preds[0], cases, func(c Case) bool { return caseBackend(c) == b })
 		}
 	}
 	carries := map[perf.Backend]bool{}
@@ -123,7 +116,7 @@ func FitHandoff(env estimate.Env, cases []Case, grid []float64, by []string, pro
 			ho.Folds = append(ho.Folds, HandoffFold{Held: f.held, Backend: f.backend, HandoffMs: grid[f.index], Cases: len(f.cases)})
 		}
 		for b := range picked {
-			ho.Loss[b], _ = gridLoss(held, cases, func(c Case) bool { return backend(c) == b })
+			ho.Loss[b], _ = gridLoss(held, cases, func(c Case) bool { return caseBackend(c) == b })
 			carries[b] = carries[b] && ho.Loss[b] < res.WithoutLoss[b]
 		}
 		ho.Report = Summarise(held, 0)
@@ -137,7 +130,7 @@ func FitHandoff(env estimate.Env, cases []Case, grid []float64, by []string, pro
 		}
 		res.Chosen[b] = grid[i]
 		for j, c := range cases {
-			if backend(c) == b {
+			if caseBackend(c) == b {
 				kept[j] = preds[i][j]
 			}
 		}

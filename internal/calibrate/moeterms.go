@@ -97,21 +97,14 @@ func FitMoETerms(env estimate.Env, cases []Case, grid MoEGrid, by string, progre
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("moe: no measured MoE serving runs in the data")
 	}
-	preds := make([][]Prediction, len(grid))
-	for i, g := range grid {
-		if progress != nil {
-			progress(i+1, len(grid), g)
-		}
-		e := env
-		e.Params = withMoETerms(env.Params, func(perf.Backend) MoETerms { return g })
-		preds[i] = Predict(e, cases)
-	}
-	backend := func(c Case) perf.Backend { b, _ := perf.ParseBackend(c.Backend); return b }
+	preds := gridPredict(env, cases, grid, func(p *perf.Params, g MoETerms) *perf.Params {
+		return withMoETerms(p, func(perf.Backend) MoETerms { return g })
+	}, progress)
 	pick := func(keep func(Case) bool) (int, int) { return gridPick(preds, cases, keep) }
 	res := &MoEResult{By: by, Chosen: map[perf.Backend]MoETerms{}}
 	chosen := map[perf.Backend]int{}
 	for _, b := range perf.Backends {
-		if i, n := pick(func(c Case) bool { return backend(c) == b }); n > 0 {
+		if i, n := pick(func(c Case) bool { return caseBackend(c) == b }); n > 0 {
 			chosen[b], res.Chosen[b] = i, grid[i]
 		}
 	}
@@ -124,7 +117,7 @@ func FitMoETerms(env estimate.Env, cases []Case, grid MoEGrid, by string, progre
 	}
 	in := make([]Prediction, len(cases))
 	for j, c := range cases {
-		in[j] = preds[chosen[backend(c)]][j]
+		in[j] = preds[chosen[caseBackend(c)]][j]
 	}
 	res.Without, res.HeldOut, res.InSample = Summarise(preds[0], 0), Summarise(held, 0), Summarise(in, 0)
 	if res.intervals, res.Coverage, err = CalibratedIntervals(held, by, env, ""); err != nil {
