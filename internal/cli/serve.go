@@ -15,7 +15,9 @@ import (
 func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, maxConcurrent int) error {
 	hs := &http.Server{Handler: limitConcurrent(h, maxConcurrent), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 1 << 20}
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
@@ -24,6 +26,9 @@ func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Dura
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// Serve returns as soon as Shutdown closes the listener; the requests
+	// in flight end only when Shutdown returns.
+	<-drained
 	return nil
 }
 
