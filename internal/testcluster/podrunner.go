@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -40,6 +41,7 @@ type PodRunner struct {
 	mu       sync.Mutex
 	procs    map[types.UID]*podProc // running pods' processes
 	draining map[string]*podProc    // pod IP -> process of a gone pod
+	evicted  map[types.UID]bool     // pods deleted for sharing a live pod's IP
 	wg       sync.WaitGroup
 }
 
@@ -57,13 +59,13 @@ const drainGrace = 5 * time.Second
 func (p *PodRunner) Run(ctx context.Context) {
 	p.mu.Lock()
 	if p.procs == nil {
-		p.procs, p.draining = map[types.UID]*podProc{}, map[string]*podProc{}
+		p.procs, p.draining, p.evicted = map[types.UID]*podProc{}, map[string]*podProc{}, map[types.UID]bool{}
 	}
 	p.mu.Unlock()
 	for ctx.Err() == nil {
 		pods, err := p.Client.CoreV1().Pods(p.Namespace).List(ctx, metav1.ListOptions{})
 		if err == nil {
-			p.sync(pods.Items)
+			p.sync(ctx, pods.Items)
 		}
 		select {
 		case <-ctx.Done():
@@ -79,7 +81,7 @@ type livePod struct {
 	port int
 }
 
-func (p *PodRunner) sync(pods []corev1.Pod) {
+func (p *PodRunner) sync(ctx context.Context, pods []corev1.Pod) {
 	live := map[types.UID]livePod{}
 	var order []types.UID
 	for i := range pods {
@@ -115,6 +117,10 @@ func (p *PodRunner) sync(pods []corev1.Pod) {
 			}()
 		}
 	}
+	held := map[string]types.UID{} // pod IP -> the live pod whose process serves on it
+	for uid, proc := range p.procs {
+		held[proc.ip] = uid
+	}
 	p.mu.Unlock()
 	for _, uid := range order {
 		p.mu.Lock()
@@ -125,8 +131,42 @@ func (p *PodRunner) sync(pods []corev1.Pod) {
 		}
 		lp := live[uid]
 		ip := lp.pod.Status.PodIP
-		if err := p.start(uid, ip, lp.port, lp.args); err != nil && p.OnError != nil {
-			p.OnError(fmt.Errorf("pod %s/%s on %s: %w", lp.pod.Namespace, lp.pod.Name, ip, err))
+		if owner, ok := held[ip]; ok && owner != uid {
+			p.evictDuplicate(ctx, lp.pod, ip)
+			continue
+		}
+		if err := p.start(uid, ip, lp.port, lp.args); err != nil {
+			if p.OnError != nil {
+				p.OnError(fmt.Errorf("pod %s/%s on %s: %w", lp.pod.Namespace, lp.pod.Name, ip, err))
+			}
+			continue
+		}
+		held[ip] = uid
+	}
+}
+
+// evictDuplicate deletes a pod that kwok gave the IP of another live pod
+// whose process already serves there. kwok's address pool has been seen to
+// do so; no runtime can serve both, so the newer pod goes (once) and its
+// controller makes a replacement, which gets an address of its own.
+func (p *PodRunner) evictDuplicate(ctx context.Context, pod *corev1.Pod, ip string) {
+	p.mu.Lock()
+	done := p.evicted[pod.UID]
+	p.evicted[pod.UID] = true
+	p.mu.Unlock()
+	if done {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "pod runner: %s/%s has IP %s of another live pod; deleting it for a replacement\n", pod.Namespace, pod.Name, ip)
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := p.Client.CoreV1().Pods(pod.Namespace).Delete(dctx, pod.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		p.mu.Lock()
+		delete(p.evicted, pod.UID) // try again on the next poll
+		p.mu.Unlock()
+		if p.OnError != nil {
+			p.OnError(fmt.Errorf("pod %s/%s shares IP %s with a live pod, and deleting it failed: %w", pod.Namespace, pod.Name, ip, err))
 		}
 	}
 }

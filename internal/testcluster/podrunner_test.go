@@ -63,7 +63,7 @@ func TestPodRunnerIPReusedByAnotherPod(t *testing.T) {
 			return []string{pod.Labels["role"], strconv.Itoa(port)}, port
 		},
 		OnError: func(err error) { t.Errorf("runner: %v", err) }}
-	r.procs, r.draining = map[types.UID]*podProc{}, map[string]*podProc{}
+	r.procs, r.draining, r.evicted = map[types.UID]*podProc{}, map[string]*podProc{}, map[types.UID]bool{}
 	defer r.Stop()
 	role := func() string {
 		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/health")
@@ -75,12 +75,12 @@ func TestPodRunnerIPReusedByAnotherPod(t *testing.T) {
 		return string(b)
 	}
 
-	r.sync([]corev1.Pod{rolePod("a", "decode")})
+	r.sync(context.Background(), []corev1.Pod{rolePod("a", "decode")})
 	if got := role(); got != "decode" {
 		t.Fatalf("first pod answers %q, want decode", got)
 	}
 	// Within one poll the decode pod went and a prefill pod took its IP.
-	r.sync([]corev1.Pod{rolePod("b", "prefill")})
+	r.sync(context.Background(), []corev1.Pod{rolePod("b", "prefill")})
 	if got := role(); got != "prefill" {
 		t.Fatalf("the pod that took the IP answers %q, want prefill", got)
 	}
@@ -91,7 +91,7 @@ func TestPodRunnerIPReusedByAnotherPod(t *testing.T) {
 		t.Errorf("%d processes running and %d draining, want 1 and 0", n, drained)
 	}
 	// A pod whose IP is not reused drains for the grace period and stops.
-	r.sync(nil)
+	r.sync(context.Background(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*drainGrace)
 	defer cancel()
 	for role() == "prefill" {
@@ -101,4 +101,61 @@ func TestPodRunnerIPReusedByAnotherPod(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// kwok can give two live pods one IP: the pod that has a process keeps it,
+// the other is deleted (once) for its controller to replace, and nothing
+// is reported as a failure to start.
+func TestPodRunnerDuplicateIPEvictsTheNewerPod(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	t.Setenv(helperEnv, "1")
+	a, b := rolePod("a", "decode"), rolePod("b", "prefill")
+	client := fake.NewClientset(&a, &b)
+	r := &PodRunner{Client: client, Bin: os.Args[0],
+		Command: func(pod *corev1.Pod) ([]string, int) {
+			return []string{pod.Labels["role"], strconv.Itoa(port)}, port
+		},
+		OnError: func(err error) { t.Errorf("runner: %v", err) }}
+	r.procs, r.draining, r.evicted = map[types.UID]*podProc{}, map[string]*podProc{}, map[types.UID]bool{}
+	defer r.Stop()
+	ctx := context.Background()
+	// Both new in one poll (as when two Deployments start together), and
+	// the next poll may still list the deleted one.
+	r.sync(ctx, []corev1.Pod{a, b})
+	r.sync(ctx, []corev1.Pod{a, b})
+	pods, err := client.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].UID != "a" {
+		t.Fatalf("pods left: %v, want only a", podNames(pods.Items))
+	}
+	deletes := 0
+	for _, act := range client.Actions() {
+		if act.GetVerb() == "delete" {
+			deletes++
+		}
+	}
+	if deletes != 1 {
+		t.Errorf("%d deletes, want 1", deletes)
+	}
+	r.mu.Lock()
+	n := len(r.procs)
+	r.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d processes, want 1 (the decode pod's)", n)
+	}
+}
+
+func podNames(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
 }
