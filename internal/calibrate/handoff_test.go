@@ -140,3 +140,51 @@ func TestFitHandoffRejects(t *testing.T) {
 		}
 	}
 }
+
+// The attention-DP search takes only aggregated runs with dp > 1, writes
+// whole iterations, and refuses a grid it cannot write.
+func TestFitADP(t *testing.T) {
+	ds, env := loadShared(t)
+	var cases []Case
+	per := map[string]int{}
+	for _, cs := range ADPCases(ds.Cases) {
+		if cs.Mode != "agg" || cs.Query.DP < 2 {
+			t.Fatalf("ADPCases gave %s (mode %s, dp %d)", cs.ID, cs.Mode, cs.Query.DP)
+		}
+		if k := cs.Backend; per[k] < 4 {
+			per[k]++
+			cases = append(cases, cs)
+		}
+	}
+	if len(cases) == 0 {
+		t.Skip("no attention-DP runs in the shared data")
+	}
+	res, err := FitADP(env, cases, []float64{0, 20, 50}, []string{"model"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Params(env.Params)
+	for b, v := range res.Chosen {
+		if float64(p.Backends[b].ADPBalanceIters) != v {
+			t.Errorf("written %s %d iterations, chose %g", b, p.Backends[b].ADPBalanceIters, v)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		grid []float64
+		want string
+	}{
+		{[]float64{0, 12.5}, "not a whole number"},
+		{[]float64{10}, "must start at 0 iterations"},
+		{[]float64{0, 20000}, "must be in [0, 10000]"},
+	} {
+		if _, err := FitADP(env, cases, tc.grid, []string{"model"}, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("grid %v: %v, want %q", tc.grid, err, tc.want)
+		}
+	}
+	if _, err := FitADP(env, nil, []float64{0}, []string{"model"}, nil); err == nil || !strings.Contains(err.Error(), "attention data parallelism") {
+		t.Errorf("no cases: %v", err)
+	}
+}

@@ -414,3 +414,56 @@ func TestCalibrateHandoff(t *testing.T) {
 		t.Errorf("--cv empty: %v", err)
 	}
 }
+
+// calibrate adp on attention-DP runs of two backends: a hold per backend,
+// the folds of both groupings, --out writes the kept holds, and a set
+// without attention-DP runs is an error that says so.
+func TestCalibrateADP(t *testing.T) {
+	taken := map[string]int{}
+	dir := cutCalibration(t, func(r map[string]string) bool {
+		key := r["backend"] + " " + strings.SplitN(r["silicon_data_source"], ";", 2)[0]
+		if r["mode"] != "agg" || r["attention_dp_size"] == "" || r["attention_dp_size"] == "1" || taken[key] >= 3 {
+			return false
+		}
+		taken[key]++
+		return true
+	})
+	params := filepath.Join(dir, "params.yaml")
+	out, _, err := run(t, "calibrate", "adp", "--data", dir, "--out", params, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Picked  map[string]float64 `json:"picked"`
+		Chosen  map[string]float64 `json:"chosen"`
+		HeldOut []struct {
+			By    string `json:"by"`
+			Folds []struct {
+				Held  string  `json:"held"`
+				Value float64 `json:"value"`
+			} `json:"folds"`
+		} `json:"held_out"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %.2000s", err, out)
+	}
+	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 || rep.HeldOut[0].By != "campaign" || len(rep.HeldOut[0].Folds) == 0 {
+		t.Fatalf("picked %v, chosen %v, held out %+v (taken %v)", rep.Picked, rep.Chosen, rep.HeldOut, taken)
+	}
+	p, err := perf.LoadParams(params)
+	if err != nil {
+		t.Fatalf("--out: %v", err)
+	}
+	for b, v := range rep.Chosen {
+		if got := p.Backends[perf.Backend(b)].ADPBalanceIters; float64(got) != v {
+			t.Errorf("written %s %d iterations, chosen %g", b, got, v)
+		}
+	}
+	if !strings.Contains(p.Source, "calibrate adp") {
+		t.Errorf("source %q does not name the search", p.Source)
+	}
+	none := cutCalibration(t, func(r map[string]string) bool { return r["mode"] == "disagg" && r["backend"] == "sglang" })
+	if _, _, err := run(t, "calibrate", "adp", "--data", none); err == nil || !strings.Contains(err.Error(), "no measured aggregated runs with attention data parallelism") {
+		t.Errorf("no attention-DP runs: %v", err)
+	}
+}

@@ -69,6 +69,19 @@ type Config struct {
 	// NoFastForward simulates every decode iteration one by one. It exists so
 	// tests can check the closed-form fast-forward against the plain loop.
 	NoFastForward bool
+	// Gate, when set, may hold back waiting prompts for an iteration (an
+	// attention-DP rank waiting for its peers; see PromptGate).
+	Gate PromptGate
+}
+
+// PromptGate decides, at the start of each iteration of an engine with
+// prompts waiting and requests decoding, whether the engine leaves the
+// prompts waiting this iteration. It is not asked when nothing decodes, so
+// a hold cannot leave the engine idle with prompts waiting. While it
+// holds, the engine steps one iteration at a time so that the gate sees
+// every iteration.
+type PromptGate interface {
+	HoldPrompts(e *Engine) bool
 }
 
 // Request is one inference request as the engine sees it.
@@ -172,6 +185,12 @@ func (e *Engine) Running() int { return len(e.prefilling) + len(e.decoding) }
 
 // Waiting is the number of requests not yet admitted.
 func (e *Engine) Waiting() int { return e.waiting.len() }
+
+// Decoding is the number of requests in their decode phase.
+func (e *Engine) Decoding() int { return len(e.decoding) }
+
+// Prefilling is the number of admitted requests still computing their prompt.
+func (e *Engine) Prefilling() int { return len(e.prefilling) }
 
 // KVUsed is the reserved share of the KV cache, 0..1.
 func (e *Engine) KVUsed() float64 { return e.kvUsed() / float64(e.cfg.KVTokens) }
@@ -374,7 +393,10 @@ func (e *Engine) start(now float64) {
 	for len(e.decoding) > 0 && e.kvUsed()+float64(len(e.decoding)) > float64(e.cfg.KVTokens) {
 		e.preemptNewest()
 	}
-	e.admit(now)
+	held := e.cfg.Gate != nil && e.waiting.len() > 0 && len(e.decoding) > 0 && e.cfg.Gate.HoldPrompts(e)
+	if !held {
+		e.admit(now)
+	}
 	decodes := len(e.decoding)
 	budget := e.cfg.MaxBatchedTokens - decodes
 	var b perf.Batch
@@ -400,7 +422,7 @@ func (e *Engine) start(now float64) {
 	e.itCtxSum = e.ctxSum
 	e.itSteps = 1
 	e.itFixed = e.cost.FixedStepTime(b)
-	if len(e.itChunks) == 0 && !e.cfg.NoFastForward {
+	if len(e.itChunks) == 0 && !e.cfg.NoFastForward && !held {
 		// Decode-only: identical iterations until the next completion or
 		// until the cache is full.
 		e.itSteps = max(1, e.decoding[0].finishStep-e.decodeStep)

@@ -109,6 +109,14 @@ type BackendParams struct {
 	// Chosen per backend on the measured disaggregated runs by `gpuplane
 	// calibrate handoff`.
 	HandoffMs float64 `json:"handoffMs,omitempty"`
+	// ADPBalanceIters is how many iterations an attention-DP rank keeps a
+	// new prompt waiting while every rank of its worker is decoding and
+	// some rank has no prompt to start (0: never). TensorRT-LLM balances
+	// attention-DP ranks so: their prompts start in one iteration, so that
+	// no rank's prefill stalls the others' decode steps in the shared MoE
+	// layers. Chosen per backend on the measured attention-DP runs by
+	// `gpuplane calibrate adp`.
+	ADPBalanceIters int `json:"adpBalanceIters,omitempty"`
 	// FrontendPerTokenUs is the API server's CPU time per prompt token (tokenisation).
 	FrontendPerTokenUs float64 `json:"frontendPerTokenUs"`
 	// PerSeqOverheadUs is the per-sequence cost of an iteration (scheduling, sampling, detokenising).
@@ -299,6 +307,9 @@ func (p *Params) Validate() error {
 			if !(f.v >= 0 && f.v <= f.max) {
 				return fmt.Errorf("backends.%s.%s: %g must be in [0, %g]", b, f.name, f.v, f.max)
 			}
+		}
+		if bp.ADPBalanceIters < 0 || bp.ADPBalanceIters > 10000 {
+			return fmt.Errorf("backends.%s.adpBalanceIters: %d must be in [0, 10000]", b, bp.ADPBalanceIters)
 		}
 		if bp.MaxBatchedTokens <= 0 || bp.MaxSeqs <= 0 || bp.MaxBatchedTokens > 10_000_000 || bp.MaxSeqs > 1_000_000 ||
 			bp.SmallDeviceMaxBatchedTokens < 0 || bp.SmallDeviceMaxSeqs < 0 || bp.SmallDeviceMaxBatchedTokens > 10_000_000 || bp.SmallDeviceMaxSeqs > 1_000_000 {

@@ -192,6 +192,7 @@ func TestParamsValidation(t *testing.T) {
 		"moePromptFloorUs":     func(p *Params) { p.Backends[SGLang].MoEPromptFloorUs = -1 },
 		"moeLayerUs":           func(p *Params) { p.Backends[VLLM].MoELayerUs = math.NaN() },
 		"handoffMs":            func(p *Params) { p.Backends[SGLang].HandoffMs = -1 },
+		"adpBalanceIters":      func(p *Params) { p.Backends[TRTLLM].ADPBalanceIters = 1 << 20 },
 		"gemmCallUs.fp8": func(p *Params) {
 			p.Families[catalog.Hopper].GEMMCallUs = map[catalog.Precision]float64{catalog.FP8: -3}
 		},

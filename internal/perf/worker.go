@@ -260,6 +260,10 @@ func (w *Worker) FrontendTime(isl int) float64 {
 	return w.be.FrontendOverheadMs*1e-3 + w.be.FrontendPerTokenUs*1e-6*float64(isl)
 }
 
+// ADPBalanceIters is how many iterations an attention-DP rank holds a
+// prompt for its peers (0: it never does).
+func (w *Worker) ADPBalanceIters() int { return w.be.ADPBalanceIters }
+
 // Config returns the normalised configuration.
 func (w *Worker) Config() Config { return w.cfg }
 

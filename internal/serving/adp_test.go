@@ -1,0 +1,88 @@
+package serving
+
+import (
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+type fakeRank struct{ waiting, prefilling, decoding int }
+
+func (r *fakeRank) Waiting() int    { return r.waiting }
+func (r *fakeRank) Prefilling() int { return r.prefilling }
+func (r *fakeRank) Decoding() int   { return r.decoding }
+
+func TestADPBalanceHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ranks []fakeRank // rank 0 asks
+		holds int        // consecutive holds before a release
+	}{
+		{"a rank with nothing to decode: start at once", []fakeRank{{1, 0, 4}, {0, 0, 0}}, 0},
+		{"every rank has a prompt: start together", []fakeRank{{1, 0, 4}, {2, 0, 4}, {0, 1, 4}}, 0},
+		{"every rank decoding, one without a prompt: hold to the timeout", []fakeRank{{1, 0, 4}, {0, 0, 4}}, 3},
+		{"a prompt still prefilling on the other rank counts", []fakeRank{{1, 0, 4}, {0, 1, 4}}, 0},
+	} {
+		g := newADPBalance(3)
+		for i := range tc.ranks {
+			g.ranks = append(g.ranks, &tc.ranks[i])
+		}
+		asker := g.ranks[0]
+		// Two rounds: the count starts again after a release.
+		for round := 0; round < 2; round++ {
+			for i := 0; i < tc.holds; i++ {
+				if !g.hold(asker) {
+					t.Fatalf("%s: round %d: released after %d holds, want %d", tc.name, round, i, tc.holds)
+				}
+			}
+			if g.hold(asker) {
+				t.Fatalf("%s: round %d: still holding after %d holds", tc.name, round, tc.holds)
+			}
+		}
+	}
+}
+
+// A TensorRT-LLM attention-DP deployment under load: the hold shows as
+// TTFT and leaves decode alone; dp 1 and a backend without a hold are
+// untouched.
+func TestADPBalanceInEstimates(t *testing.T) {
+	cat := catalog.MustDefault()
+	m, err := cat.Model("deepseek-ai/DeepSeek-R1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := cat.Device("b200_sxm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(be perf.Backend, dp, hold int) *Result {
+		t.Helper()
+		p := perf.MustDefaultParams().Clone()
+		p.Backends[be].ADPBalanceIters = hold
+		cfg := perf.Config{Model: m, Device: dev, Backend: be, Weights: catalog.FP4, KV: catalog.FP8, TP: 8 / dp, DP: dp, EP: 8}
+		w, err := perf.NewWorker(cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Aggregated(w, dp, Workload{ISL: 1024, OSL: 1024, Concurrency: 128}, Options{Harness: Burst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	without := run(perf.TRTLLM, 8, 0)
+	for _, hold := range []int{10, 20, 50} {
+		with := run(perf.TRTLLM, 8, hold)
+		t.Logf("hold %d: TTFT %.0f ms (without %.0f), TPOT %.1f ms (without %.1f)", hold, with.TTFTms, without.TTFTms, with.TPOTms, without.TPOTms)
+		if !(with.TTFTms > 1.2*without.TTFTms) {
+			t.Errorf("dp 8 TTFT %.0f ms with a %d-iteration hold, %.0f ms without: want the hold to show", with.TTFTms, hold, without.TTFTms)
+		}
+		if r := with.TPOTms / without.TPOTms; r < 0.9 || r > 1.1 {
+			t.Errorf("dp 8 TPOT %.1f ms with a %d-iteration hold, %.1f without: the hold should leave decode steps alone", with.TPOTms, hold, without.TPOTms)
+		}
+	}
+	if a, b := run(perf.TRTLLM, 1, 0), run(perf.TRTLLM, 1, 50); a.TTFTms != b.TTFTms || a.TPOTms != b.TPOTms {
+		t.Errorf("dp 1: %.1f/%.1f ms with a hold, %.1f/%.1f without: want no change", b.TTFTms, b.TPOTms, a.TTFTms, a.TPOTms)
+	}
+}
