@@ -112,6 +112,16 @@ func (o *Output) noteDPFromTP(role string, c perf.Config) {
 		role, c.DP, c.Model.Name, c.Model.AttentionHeads, c.DP, c.DP, c.EP))
 }
 
+// noteADPHold says that the worker's attention-DP ranks hold prompts for
+// each other, which shows as TTFT.
+func (o *Output) noteADPHold(w *perf.Worker) {
+	c := w.Config()
+	if n := w.ADPBalanceIters(); c.DP > 1 && n > 0 {
+		o.Notes = append(o.Notes, fmt.Sprintf("%s balances its %d attention-DP ranks: while every rank decodes and some rank has no prompt, a new prompt waits, up to %d iterations; the wait is in TTFT (`gpuplane calibrate adp`)",
+			c.Backend, c.DP, n))
+	}
+}
+
 // noteWorker passes on what the worker's pricing says of itself.
 func (o *Output) noteWorker(role string, w *perf.Worker) {
 	for _, n := range w.Notes() {
@@ -217,6 +227,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		out.TP, out.PP, out.EP, out.DP, out.Workers = cfgUsed.TP, cfgUsed.PP, cfgUsed.EP, cfgUsed.DP, max(q.Workers, 1)
 		out.noteDPFromTP("", cfgUsed)
 		out.noteWorker("", w)
+		out.noteADPHold(w)
 		// Each attention-DP rank runs its own engine.
 		res, err = serving.Aggregated(w, max(q.Workers, 1)*cfgUsed.DP, wl, opt)
 		if err = fitHint(err, cfgUsed, env, q.ISL+q.OSL); err != nil && res == nil {

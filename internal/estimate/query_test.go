@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -187,7 +188,9 @@ func TestRunNotesTPReadAsDP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.GPUs != 36 || out.TP != 1 || out.DP != 36 || out.EP != 36 || len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "tp 36 does not divide") {
+	// TensorRT-LLM's ranks also hold prompts for each other (the second note).
+	if out.GPUs != 36 || out.TP != 1 || out.DP != 36 || out.EP != 36 || len(out.Notes) != 2 || !strings.Contains(out.Notes[0], "tp 36 does not divide") ||
+		!strings.Contains(out.Notes[1], "balances its 36 attention-DP ranks") {
 		t.Fatalf("tp 36: %d GPUs, tp %d dp %d ep %d, notes %q", out.GPUs, out.TP, out.DP, out.EP, out.Notes)
 	}
 	q.TP = 8
@@ -259,6 +262,43 @@ func TestRunNotesSubstitutedMoEKernel(t *testing.T) {
 		q.Precision = "fp4"
 		if out, err := Run(env(), q, serving.Options{}); err != nil || len(out.Notes) != 0 {
 			t.Errorf("%s fp4 on vllm: notes %q, err %v; want none", q.Mode, out.Notes, err)
+		}
+	}
+}
+
+// An attention-DP worker says when its ranks hold prompts for each other:
+// on a backend with a hold, and only with dp > 1.
+func TestRunNotesADPHold(t *testing.T) {
+	q := Defaults()
+	q.Model, q.GPU, q.Precision, q.ISL, q.OSL, q.Concurrency = "deepseek-ai/DeepSeek-R1", "b200_sxm", "fp4", 1024, 256, 64
+	for _, tc := range []struct {
+		backend string
+		tp, dp  int
+		hold    int
+		want    bool
+	}{
+		{"trtllm", 1, 8, 50, true},
+		{"trtllm", 1, 8, 0, false},
+		{"trtllm", 8, 1, 50, false},
+		{"vllm", 1, 8, 0, false},
+	} {
+		e := env()
+		e.Params = e.Params.Clone()
+		b, _ := perf.ParseBackend(tc.backend)
+		e.Params.Backends[b].ADPBalanceIters = tc.hold
+		q.Backend, q.TP, q.DP, q.EP = tc.backend, tc.tp, tc.dp, 8
+		out, err := Run(e, q, serving.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		for _, n := range out.Notes {
+			if strings.Contains(n, "attention-DP ranks") && strings.Contains(n, fmt.Sprintf("up to %d iterations", tc.hold)) {
+				got = true
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s tp %d dp %d hold %d: notes %q, want the hold named: %v", tc.backend, tc.tp, tc.dp, tc.hold, out.Notes, tc.want)
 		}
 	}
 }
