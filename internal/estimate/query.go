@@ -112,6 +112,16 @@ func (o *Output) noteDPFromTP(role string, c perf.Config) {
 		role, c.DP, c.Model.Name, c.Model.AttentionHeads, c.DP, c.DP, c.EP))
 }
 
+// noteContext warns of requests longer than the model's context: engines
+// refuse them unless the model is served with its RoPE scaling (YaRN) on,
+// which the estimate does not check.
+func (o *Output) noteContext(m *catalog.Model, tokens int) {
+	if n := m.MaxPositionEmbeddings; n > 0 && tokens > n {
+		o.Notes = append(o.Notes, fmt.Sprintf("isl + osl = %d tokens exceeds %s's context of %d (max_position_embeddings): engines refuse such requests unless the model is served with RoPE scaling (YaRN) extending it; the estimate assumes it is",
+			tokens, m.Name, n))
+	}
+}
+
 // noteADPHold says that the worker's attention-DP ranks hold prompts for
 // each other, which shows as TTFT.
 func (o *Output) noteADPHold(w *perf.Worker) {
@@ -207,6 +217,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 	wl := serving.Workload{ISL: q.ISL, OSL: q.OSL, Concurrency: q.Concurrency}
 	out := &Output{Model: base.Model.Name, Device: dev.Name(), Backend: string(base.Backend), ISL: q.ISL, OSL: q.OSL,
 		Harness: string(opt.Harness)}
+	out.noteContext(base.Model, q.ISL+q.OSL)
 	var res *serving.Result
 	var cfgUsed perf.Config
 	switch q.Mode {

@@ -302,3 +302,25 @@ func TestRunNotesADPHold(t *testing.T) {
 		}
 	}
 }
+
+// A request longer than the model's context is answered with a note that
+// says so; one that fits gets none.
+func TestRunNotesContext(t *testing.T) {
+	q := Defaults()
+	q.Model, q.GPU, q.TP, q.Concurrency = "Qwen/Qwen3-32B", "h200_sxm", 8, 1
+	for _, tc := range []struct {
+		isl, osl int
+		want     bool
+	}{{40000, 960, false}, {40000, 961, true}, {100000, 100, true}} {
+		q.ISL, q.OSL = tc.isl, tc.osl
+		out, err := Run(env(), q, serving.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := len(out.Notes) == 1 && strings.Contains(out.Notes[0], fmt.Sprintf("isl + osl = %d tokens exceeds", tc.isl+tc.osl)) &&
+			strings.Contains(out.Notes[0], "context of 40960")
+		if got != tc.want || (!tc.want && len(out.Notes) != 0) {
+			t.Errorf("isl %d osl %d: notes %q, want a context note: %v", tc.isl, tc.osl, out.Notes, tc.want)
+		}
+	}
+}
