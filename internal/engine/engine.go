@@ -433,6 +433,15 @@ func (e *Engine) start(now float64) {
 	e.itEnd = now + e.elapsed(e.itSteps)
 }
 
+// Stretch makes the iteration in progress end no earlier than t: a rank
+// waiting for its peers in a lockstep collective. Only single-step
+// iterations stretch (engines in lockstep run with NoFastForward).
+func (e *Engine) Stretch(t float64) {
+	if e.busy && e.itSteps == 1 && t > e.itEnd {
+		e.itEnd = t
+	}
+}
+
 // IterationsAt counts the iterations finished by time now, including the
 // finished steps of a fast-forwarded run still in progress.
 func (e *Engine) IterationsAt(now float64) int64 {

@@ -221,7 +221,7 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 		var gate *adpBalance
 		for i := 0; i < workers; i++ {
 			ec := engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
-				MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}
+				MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain || cfg.DP > 1}
 			if t := w.ADPBalanceIters(); t > 0 && cfg.DP > 1 {
 				// Consecutive engines are one worker's attention-DP ranks.
 				if i%cfg.DP == 0 {
@@ -237,6 +237,13 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 				gate.ranks = append(gate.ranks, e)
 			}
 			l.engines = append(l.engines, e)
+		}
+		if cfg.DP > 1 {
+			// A worker's attention-DP ranks step together (see dpGroup); a
+			// stretched iteration is not a fast-forwarded run.
+			for i := 0; i < workers; i += cfg.DP {
+				l.steppers = append(l.steppers, &dpGroup{ranks: l.engines[i:min(i+cfg.DP, workers)]})
+			}
 		}
 		var nextID int64
 		fronts := make([]frontend, workers)

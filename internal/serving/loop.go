@@ -19,6 +19,15 @@ type loop struct {
 	timers  events.Queue
 	now     float64
 	done    func() bool
+	// steppers, when set, are what the loop advances instead of engines
+	// (attention-DP groups stepping their ranks together).
+	steppers []stepper
+}
+
+// stepper is anything the loop advances in time order.
+type stepper interface {
+	NextEvent() float64
+	Advance()
 }
 
 func (l *loop) after(at float64, fn func(now float64) error) { l.timers.At(at, fn) }
@@ -29,9 +38,17 @@ func (l *loop) run() error {
 			return fmt.Errorf("estimate did not reach steady state within %d events", maxEvents)
 		}
 		next, idx := math.Inf(1), -1
-		for i, e := range l.engines {
-			if t := e.NextEvent(); t < next {
-				next, idx = t, i
+		if l.steppers != nil {
+			for i, e := range l.steppers {
+				if t := e.NextEvent(); t < next {
+					next, idx = t, i
+				}
+			}
+		} else {
+			for i, e := range l.engines {
+				if t := e.NextEvent(); t < next {
+					next, idx = t, i
+				}
 			}
 		}
 		if t, ok := l.timers.Next(); ok && t <= next {
@@ -45,7 +62,11 @@ func (l *loop) run() error {
 			return fmt.Errorf("estimate stalled: no engine has work and no request is pending")
 		}
 		l.now = next
-		l.engines[idx].Advance()
+		if l.steppers != nil {
+			l.steppers[idx].Advance()
+		} else {
+			l.engines[idx].Advance()
+		}
 	}
 	return nil
 }
