@@ -364,35 +364,11 @@ func TestCalibrateReportsRepeatedRows(t *testing.T) {
 // costs per backend, the folds of both groupings, --out writes the kept
 // costs, and a bad grouping is an error.
 func TestCalibrateHandoff(t *testing.T) {
-	taken := map[string]int{}
-	dir := cutCalibration(t, func(r map[string]string) bool {
-		key := r["backend"] + " " + strings.SplitN(r["silicon_data_source"], ";", 2)[0]
-		if r["mode"] != "disagg" || r["backend"] == "vllm" || taken[key] >= 3 {
-			return false
-		}
-		taken[key]++
-		return true
+	dir, params, rep := runTermSearch(t, "handoff", func(r map[string]string) bool {
+		return r["mode"] == "disagg" && r["backend"] != "vllm"
 	})
-	params := filepath.Join(dir, "params.yaml")
-	out, _, err := run(t, "calibrate", "handoff", "--data", dir, "--out", params, "-o", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep struct {
-		Picked  map[string]float64 `json:"picked"`
-		Chosen  map[string]float64 `json:"chosen"`
-		HeldOut []struct {
-			By    string `json:"by"`
-			Folds []struct {
-				Held string `json:"held"`
-			} `json:"folds"`
-		} `json:"held_out"`
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("%v in %.2000s", err, out)
-	}
 	if len(rep.Picked) != 2 || len(rep.Chosen) != 2 || len(rep.HeldOut) != 2 || rep.HeldOut[0].By != "campaign" || rep.HeldOut[1].By != "model" || len(rep.HeldOut[0].Folds) == 0 {
-		t.Fatalf("picked %v, chosen %v, held out %+v (taken %v)", rep.Picked, rep.Chosen, rep.HeldOut, taken)
+		t.Fatalf("picked %v, chosen %v, held out %+v", rep.Picked, rep.Chosen, rep.HeldOut)
 	}
 	p, err := perf.LoadParams(params)
 	if err != nil {
@@ -419,36 +395,11 @@ func TestCalibrateHandoff(t *testing.T) {
 // the folds of both groupings, --out writes the kept holds, and a set
 // without attention-DP runs is an error that says so.
 func TestCalibrateADP(t *testing.T) {
-	taken := map[string]int{}
-	dir := cutCalibration(t, func(r map[string]string) bool {
-		key := r["backend"] + " " + strings.SplitN(r["silicon_data_source"], ";", 2)[0]
-		if r["mode"] != "agg" || r["attention_dp_size"] == "" || r["attention_dp_size"] == "1" || taken[key] >= 3 {
-			return false
-		}
-		taken[key]++
-		return true
+	_, params, rep := runTermSearch(t, "adp", func(r map[string]string) bool {
+		return r["mode"] == "agg" && r["attention_dp_size"] != "" && r["attention_dp_size"] != "1"
 	})
-	params := filepath.Join(dir, "params.yaml")
-	out, _, err := run(t, "calibrate", "adp", "--data", dir, "--out", params, "-o", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep struct {
-		Picked  map[string]float64 `json:"picked"`
-		Chosen  map[string]float64 `json:"chosen"`
-		HeldOut []struct {
-			By    string `json:"by"`
-			Folds []struct {
-				Held  string  `json:"held"`
-				Value float64 `json:"value"`
-			} `json:"folds"`
-		} `json:"held_out"`
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("%v in %.2000s", err, out)
-	}
 	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 || rep.HeldOut[0].By != "campaign" || len(rep.HeldOut[0].Folds) == 0 {
-		t.Fatalf("picked %v, chosen %v, held out %+v (taken %v)", rep.Picked, rep.Chosen, rep.HeldOut, taken)
+		t.Fatalf("picked %v, chosen %v, held out %+v", rep.Picked, rep.Chosen, rep.HeldOut)
 	}
 	p, err := perf.LoadParams(params)
 	if err != nil {
@@ -466,4 +417,43 @@ func TestCalibrateADP(t *testing.T) {
 	if _, _, err := run(t, "calibrate", "adp", "--data", none); err == nil || !strings.Contains(err.Error(), "no measured aggregated runs with attention data parallelism") {
 		t.Errorf("no attention-DP runs: %v", err)
 	}
+}
+
+// termReport is what calibrate handoff and adp print with -o json.
+type termReport struct {
+	Picked  map[string]float64 `json:"picked"`
+	Chosen  map[string]float64 `json:"chosen"`
+	HeldOut []struct {
+		By    string `json:"by"`
+		Folds []struct {
+			Held  string  `json:"held"`
+			Value float64 `json:"value"`
+		} `json:"folds"`
+	} `json:"held_out"`
+}
+
+// runTermSearch runs a term search on at most three rows of each backend
+// and campaign that keep admits, writing the parameters; it returns the
+// data folder, the parameter file and the report.
+func runTermSearch(t *testing.T, cmd string, keep func(map[string]string) bool) (string, string, termReport) {
+	t.Helper()
+	taken := map[string]int{}
+	dir := cutCalibration(t, func(r map[string]string) bool {
+		key := r["backend"] + " " + strings.SplitN(r["silicon_data_source"], ";", 2)[0]
+		if !keep(r) || taken[key] >= 3 {
+			return false
+		}
+		taken[key]++
+		return true
+	})
+	params := filepath.Join(dir, "params.yaml")
+	out, _, err := run(t, "calibrate", cmd, "--data", dir, "--out", params, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep termReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %.2000s", err, out)
+	}
+	return dir, params, rep
 }

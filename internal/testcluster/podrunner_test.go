@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -48,9 +49,10 @@ func rolePod(uid, role string) corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1"}}
 }
 
-// kwok gives a deleted pod's IP to the next pod: the new pod gets a process
-// of its own role, not the gone pod's process that still drains there.
-func TestPodRunnerIPReusedByAnotherPod(t *testing.T) {
+// testRunner is a pod runner whose pods' processes are this test binary
+// serving its role on a free port of 127.0.0.1 (every pod's IP here).
+func testRunner(t *testing.T, client kubernetes.Interface) (*PodRunner, int) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +60,19 @@ func TestPodRunnerIPReusedByAnotherPod(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	t.Setenv(helperEnv, "1")
-	r := &PodRunner{Client: fake.NewClientset(), Bin: os.Args[0],
+	r := &PodRunner{Client: client, Bin: os.Args[0],
 		Command: func(pod *corev1.Pod) ([]string, int) {
 			return []string{pod.Labels["role"], strconv.Itoa(port)}, port
 		},
 		OnError: func(err error) { t.Errorf("runner: %v", err) }}
 	r.procs, r.draining, r.evicted = map[types.UID]*podProc{}, map[string]*podProc{}, map[types.UID]bool{}
+	return r, port
+}
+
+// kwok gives a deleted pod's IP to the next pod: the new pod gets a process
+// of its own role, not the gone pod's process that still drains there.
+func TestPodRunnerIPReusedByAnotherPod(t *testing.T) {
+	r, port := testRunner(t, fake.NewClientset())
 	defer r.Stop()
 	role := func() string {
 		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/health")
@@ -107,21 +116,9 @@ func TestPodRunnerIPReusedByAnotherPod(t *testing.T) {
 // the other is deleted (once) for its controller to replace, and nothing
 // is reported as a failure to start.
 func TestPodRunnerDuplicateIPEvictsTheNewerPod(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	t.Setenv(helperEnv, "1")
 	a, b := rolePod("a", "decode"), rolePod("b", "prefill")
 	client := fake.NewClientset(&a, &b)
-	r := &PodRunner{Client: client, Bin: os.Args[0],
-		Command: func(pod *corev1.Pod) ([]string, int) {
-			return []string{pod.Labels["role"], strconv.Itoa(port)}, port
-		},
-		OnError: func(err error) { t.Errorf("runner: %v", err) }}
-	r.procs, r.draining, r.evicted = map[types.UID]*podProc{}, map[string]*podProc{}, map[types.UID]bool{}
+	r, _ := testRunner(t, client)
 	defer r.Stop()
 	ctx := context.Background()
 	// Both new in one poll (as when two Deployments start together), and
