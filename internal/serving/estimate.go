@@ -241,9 +241,7 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 		if cfg.DP > 1 {
 			// A worker's attention-DP ranks step together (see dpGroup); a
 			// stretched iteration is not a fast-forwarded run.
-			for i := 0; i < workers; i += cfg.DP {
-				l.steppers = append(l.steppers, &dpGroup{ranks: l.engines[i:min(i+cfg.DP, workers)]})
-			}
+			l.steppers = stepGroups(l.engines, cfg.DP)
 		}
 		var nextID int64
 		fronts := make([]frontend, workers)

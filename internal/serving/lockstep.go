@@ -41,3 +41,20 @@ func (g *dpGroup) Advance() {
 		}
 	}
 }
+
+// stepGroups is what the loop advances for engines that are consecutive
+// runs of dp attention-DP ranks: a dpGroup per worker, or the engines
+// themselves when dp is 1.
+func stepGroups(engines []*engine.Engine, dp int) []stepper {
+	var out []stepper
+	if dp <= 1 {
+		for _, e := range engines {
+			out = append(out, e)
+		}
+		return out
+	}
+	for i := 0; i < len(engines); i += dp {
+		out = append(out, &dpGroup{ranks: engines[i:min(i+dp, len(engines))]})
+	}
+	return out
+}

@@ -70,3 +70,29 @@ func TestDPGroupStepsRanksTogether(t *testing.T) {
 		}
 	}
 }
+
+// stepGroups makes one group per worker of dp consecutive ranks, and
+// leaves engines of dp 1 to step alone.
+func TestStepGroups(t *testing.T) {
+	var es []*engine.Engine
+	for i := 0; i < 6; i++ {
+		e, err := engine.New(engine.Config{MaxBatchedTokens: 8, MaxSeqs: 1, KVTokens: 10}, tokenCost{}, &times{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	if got := stepGroups(es, 1); len(got) != 6 || got[2] != stepper(es[2]) {
+		t.Errorf("dp 1: %d steppers, want the 6 engines", len(got))
+	}
+	got := stepGroups(es, 3)
+	if len(got) != 2 {
+		t.Fatalf("dp 3 over 6 engines: %d steppers, want 2 groups", len(got))
+	}
+	for w, st := range got {
+		g, ok := st.(*dpGroup)
+		if !ok || len(g.ranks) != 3 || g.ranks[0] != es[3*w] || g.ranks[2] != es[3*w+2] {
+			t.Errorf("worker %d: %+v, want engines %d-%d", w, st, 3*w, 3*w+2)
+		}
+	}
+}
