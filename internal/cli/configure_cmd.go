@@ -316,6 +316,9 @@ func writeConfigureTable(g *globals, res *configure.Result, explain bool) error 
 	if c := res.SLAAtConfidence; c != nil {
 		fmt.Fprintf(w, "confidence %g: predictions held to TTFT <= %.0f ms, ITL <= %.1f ms (the held-out spread of such runs)\n", res.Confidence, c.TTFTms, c.ITLms)
 	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
 	if res.Unreachable != nil {
 		fmt.Fprintf(w, "UNREACHABLE: %s\n", res.Unreachable.Message)
 	}

@@ -140,6 +140,22 @@ func TestConfigureUnreachableFails(t *testing.T) {
 	}
 }
 
+// A request longer than the model's context is answered with a note in
+// the table and in the JSON.
+func TestConfigureNotesContext(t *testing.T) {
+	out, _, err := run(t, "configure", "--isl", "40000", "--osl", "1000", "--ttft", "100000", "--itl", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "note: isl + osl = 41000 tokens exceeds") {
+		t.Errorf("table without the context note:\n%.1500s", out)
+	}
+	js, _, err := run(t, "configure", "--isl", "40000", "--osl", "1000", "--ttft", "100000", "--itl", "1000", "-o", "json")
+	if err != nil || !strings.Contains(js, `"notes": [`) {
+		t.Errorf("json without notes (%v):\n%.1500s", err, js)
+	}
+}
+
 func TestConfigureModelConfig(t *testing.T) {
 	out, _, err := run(t, "configure", "--model-config", "../catalog/testdata/qwen3-like-config.json", "--gpu", "h100_sxm", "--total-gpus", "2", "-o", "json")
 	if err != nil {

@@ -124,6 +124,9 @@ type Result struct {
 	Unreachable         *Miss      `json:"unreachable,omitempty"`
 	Rejected            []Rejected `json:"rejected,omitempty"`
 	Explain             []string   `json:"explain,omitempty"`
+	// Notes say where the answer rests on something the request did not
+	// check (a request longer than the model's context).
+	Notes []string `json:"notes,omitempty"`
 	// Curve holds every measured point, for the report's Pareto plot.
 	Curve []ParetoPoint `json:"-"`
 }

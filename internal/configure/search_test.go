@@ -316,3 +316,17 @@ func TestSearchRefusesUnboundedLoads(t *testing.T) {
 		}
 	}
 }
+
+// A request longer than the model's context is searched with a note that
+// says so; the reference request gets none.
+func TestSearchNotesContext(t *testing.T) {
+	if res := mustSearch(t, reference()); len(res.Notes) != 0 {
+		t.Errorf("reference request: notes %q, want none", res.Notes)
+	}
+	r := reference()
+	r.ISL, r.OSL = 40000, 1000
+	res := mustSearch(t, r)
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "isl + osl = 41000 tokens exceeds Qwen/Qwen3-32B's context of 40960") {
+		t.Errorf("isl 40000 + osl 1000: notes %q, want the context named", res.Notes)
+	}
+}
