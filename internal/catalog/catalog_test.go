@@ -476,3 +476,19 @@ func TestRepublishedCheckpoints(t *testing.T) {
 		t.Errorf("orgB/Twin-1B by its own name: %v, %v", m, err)
 	}
 }
+
+func TestContextNote(t *testing.T) {
+	m := &Model{Name: "m", MaxPositionEmbeddings: 100}
+	for _, tc := range []struct {
+		tokens int
+		want   string
+	}{{99, ""}, {100, ""}, {101, "101 tokens exceeds m's context of 100"}} {
+		got := m.ContextNote(tc.tokens)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%d tokens: %q, want %q", tc.tokens, got, tc.want)
+		}
+	}
+	if got := (&Model{Name: "u"}).ContextNote(1 << 30); got != "" {
+		t.Errorf("unknown context: %q, want no note", got)
+	}
+}

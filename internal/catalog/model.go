@@ -193,6 +193,19 @@ func (m *Model) KVElementsPerTokenLayer() float64 {
 	return 2 * float64(m.KVHeads*m.HeadDim)
 }
 
+// ContextNote says, for a request of tokens prompt and output tokens, that
+// it exceeds the model's context (max_position_embeddings), and "" when it
+// does not or the context is unknown. Engines refuse such requests unless
+// the model is served with RoPE scaling; an answer that assumes it is
+// says so with this note.
+func (m *Model) ContextNote(tokens int) string {
+	if m.MaxPositionEmbeddings <= 0 || tokens <= m.MaxPositionEmbeddings {
+		return ""
+	}
+	return fmt.Sprintf("isl + osl = %d tokens exceeds %s's context of %d (max_position_embeddings): engines refuse such requests unless the model is served with RoPE scaling (YaRN) extending it; the answer assumes it is",
+		tokens, m.Name, m.MaxPositionEmbeddings)
+}
+
 // FullAttentionLayers is the number of layers whose KV grows with the context.
 func (m *Model) FullAttentionLayers() int {
 	n := m.Layers - m.LinearLayers()

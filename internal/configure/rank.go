@@ -15,9 +15,10 @@ func (s *search) result(deps []*deployment) *Result {
 	res := &Result{ISL: s.r.ISL, OSL: s.r.OSL, SLA: s.r.SLA, Pick: s.r.Pick, Load: s.r.RequestRate, Users: s.r.Concurrency,
 		Judged: "ttft " + slo.Stat(s.r.SLA.TTFTPercentile) + ", itl " + slo.Stat(s.r.SLA.ITLPercentile)}
 	res.Model, res.Backend, res.Precision = s.resolved()
-	if m, err := s.env.Catalog.Model(res.Model); err == nil && m.MaxPositionEmbeddings > 0 && s.r.ISL+s.r.OSL > m.MaxPositionEmbeddings {
-		res.Notes = append(res.Notes, fmt.Sprintf("isl + osl = %d tokens exceeds %s's context of %d (max_position_embeddings): engines refuse such requests unless the model is served with RoPE scaling (YaRN) extending it; the search assumes it is",
-			s.r.ISL+s.r.OSL, m.Name, m.MaxPositionEmbeddings))
+	if m, err := s.env.Catalog.Model(res.Model); err == nil {
+		if n := m.ContextNote(s.r.ISL + s.r.OSL); n != "" {
+			res.Notes = append(res.Notes, n)
+		}
 	}
 	for _, e := range s.engines {
 		if e.err != nil {

@@ -116,9 +116,8 @@ func (o *Output) noteDPFromTP(role string, c perf.Config) {
 // refuse them unless the model is served with its RoPE scaling (YaRN) on,
 // which the estimate does not check.
 func (o *Output) noteContext(m *catalog.Model, tokens int) {
-	if n := m.MaxPositionEmbeddings; n > 0 && tokens > n {
-		o.Notes = append(o.Notes, fmt.Sprintf("isl + osl = %d tokens exceeds %s's context of %d (max_position_embeddings): engines refuse such requests unless the model is served with RoPE scaling (YaRN) extending it; the estimate assumes it is",
-			tokens, m.Name, n))
+	if n := m.ContextNote(tokens); n != "" {
+		o.Notes = append(o.Notes, n)
 	}
 }
 
