@@ -24,8 +24,23 @@ func gridPredict[T any](env estimate.Env, cases []Case, grid []T, with func(*per
 }
 
 // caseBackend is the case's backend; the searches keep only cases whose
-// backend parses.
+// backend parses (servingRuns).
 func caseBackend(c Case) perf.Backend { b, _ := perf.ParseBackend(c.Backend); return b }
+
+// servingRuns are the measured serving runs (not max-throughput tables)
+// of a backend the model knows that keep admits: what the serving-term
+// searches predict.
+func servingRuns(cases []Case, keep func(Case) bool) []Case {
+	var out []Case
+	for _, c := range cases {
+		if c.Source == "silicon" && keep(c) {
+			if _, err := perf.ParseBackend(c.Backend); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
 
 // fold is one group of one backend held out: its cases (indices) and the
 // grid point picked on the backend's other groups.

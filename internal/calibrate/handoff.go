@@ -21,24 +21,11 @@ var HandoffTerm = Term{
 
 // DisaggCases are the measured disaggregated serving runs.
 func DisaggCases(cases []Case) []Case {
-	var out []Case
-	for _, c := range cases {
-		if c.Source == "silicon" && c.Mode == "disagg" {
-			if _, err := perf.ParseBackend(c.Backend); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
+	return servingRuns(cases, func(c Case) bool { return c.Mode == "disagg" })
 }
 
 // FitHandoff chooses each backend's hand-off cost on the disaggregated
 // runs (see FitTerm).
 func FitHandoff(env estimate.Env, cases []Case, grid []float64, by []string, progress func(i, n int, ms float64)) (*TermResult, error) {
 	return FitTerm(env, cases, HandoffTerm, grid, by, progress)
-}
-
-// withHandoff is a copy of p with each backend's hand-off cost set.
-func withHandoff(p *perf.Params, ms func(perf.Backend) float64) *perf.Params {
-	return HandoffTerm.with(p, ms)
 }

@@ -46,7 +46,7 @@ func TestFitHandoffMatchesOracle(t *testing.T) {
 			return p
 		}
 		e := env
-		e.Params = withHandoff(env.Params, func(perf.Backend) float64 { return ms })
+		e.Params = HandoffTerm.with(env.Params, func(perf.Backend) float64 { return ms })
 		p := Predict(e, []Case{cs})[0]
 		seen[at{cs.ID, ms}] = p
 		return p

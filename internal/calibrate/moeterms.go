@@ -70,15 +70,7 @@ type MoEResult struct {
 // MoECases are the cases the terms can change: measured serving runs of
 // MoE models, aggregated and disaggregated.
 func MoECases(cases []Case) []Case {
-	var out []Case
-	for _, c := range cases {
-		if c.Source == "silicon" && !c.Dense {
-			if _, err := perf.ParseBackend(c.Backend); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
+	return servingRuns(cases, func(c Case) bool { return !c.Dense })
 }
 
 // FitMoETerms predicts cases at every grid point and picks, per backend,

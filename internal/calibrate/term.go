@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/estimate"
@@ -12,10 +13,12 @@ import (
 // measured runs and keeps only where it carries to held-out groups: the
 // disaggregated hand-off cost, the attention-DP hold.
 type Term struct {
-	// Name and Unit label errors and reports ("hand-off", "ms").
+	// Name and Unit label errors and reports ("handoff", "ms").
 	Name, Unit string
-	// Max bounds the grid (the parameter file's own bound).
-	Max float64
+	// Max bounds the grid (the parameter file's own bound); Whole says the
+	// parameter takes whole numbers only.
+	Max   float64
+	Whole bool
 	// Set writes v into one backend's parameters.
 	Set func(bp *perf.BackendParams, v float64)
 	// Source is what Params adds to the parameters' source line.
@@ -84,6 +87,9 @@ func FitTerm(env estimate.Env, cases []Case, term Term, grid []float64, by []str
 	for _, v := range grid {
 		if !(v >= 0 && v <= term.Max) {
 			return nil, fmt.Errorf("%s grid: %g %s must be in [0, %g]", term.Name, v, term.Unit, term.Max)
+		}
+		if term.Whole && v != math.Trunc(v) {
+			return nil, fmt.Errorf("%s grid: %g is not a whole number of %s", term.Name, v, term.Unit)
 		}
 	}
 	if len(cases) == 0 {

@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuplane/gpuplane/internal/calibrate"
-	"github.com/gpuplane/gpuplane/internal/estimate"
 )
 
 func newCalibrateHandoffCmd(g *globals) *cobra.Command {
@@ -21,11 +20,8 @@ writes the parameters (--params, or the embedded ones) with the kept costs.
   gpuplane calibrate handoff --data ../shared/calibration
   gpuplane calibrate handoff --data ../shared/calibration --out params.yaml`,
 		termSearch{
-			cases: calibrate.DisaggCases,
-			fit: func(env estimate.Env, cases []calibrate.Case, by []string, progress func(i, n int, v float64)) (*calibrate.TermResult, error) {
-				return calibrate.FitHandoff(env, cases, calibrate.DefaultHandoffGrid, by, progress)
-			},
-			table: termTable{none: "no hand-off cost", column: "HAND-OFF", unit: "ms",
+			term: calibrate.HandoffTerm, grid: calibrate.DefaultHandoffGrid, cases: calibrate.DisaggCases,
+			table: termTable{none: "no hand-off cost", column: "HAND-OFF",
 				stats: func(r calibrate.Report) calibrate.Stats { return r.Disagg }},
 			step: "%g ms a hand-off",
 		})
@@ -48,11 +44,8 @@ backend keeps its hold only where its held-out runs come out better than with no
   gpuplane calibrate adp --data ../shared/calibration
   gpuplane calibrate adp --data ../shared/calibration --out params.yaml`,
 		termSearch{
-			cases: calibrate.ADPCases,
-			fit: func(env estimate.Env, cases []calibrate.Case, by []string, progress func(i, n int, v float64)) (*calibrate.TermResult, error) {
-				return calibrate.FitADP(env, cases, calibrate.DefaultADPGrid, by, progress)
-			},
-			table: termTable{none: "no hold", column: "HOLD", unit: "iterations",
+			term: calibrate.ADPTerm, grid: calibrate.DefaultADPGrid, cases: calibrate.ADPCases,
+			table: termTable{none: "no hold", column: "HOLD",
 				stats: func(r calibrate.Report) calibrate.Stats { return r.Overall }},
 			step: "a hold of %g iterations",
 		})

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuplane/gpuplane/internal/calibrate"
-	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
@@ -15,10 +14,12 @@ import (
 // termTable reports a per-backend term search (calibrate handoff, adp).
 type termTable struct {
 	*calibrate.TermResult
-	// none labels the baseline row; column heads the value column; unit
-	// follows each value; stats picks the runs the term touches.
-	none, column, unit string
-	stats              func(calibrate.Report) calibrate.Stats
+	// none labels the baseline row; column heads the value column; stats
+	// picks the runs the term touches.
+	none, column string
+	stats        func(calibrate.Report) calibrate.Stats
+	// unit follows each value (the term's own).
+	unit string
 }
 
 func (t termTable) Header() []string {
@@ -61,10 +62,12 @@ func (t termTable) Rows() [][]string {
 	return rows
 }
 
-// termSearch is what one term command runs.
+// termSearch is what one term command runs: the term over grid on the
+// runs cases picks.
 type termSearch struct {
+	term  calibrate.Term
+	grid  []float64
 	cases func([]calibrate.Case) []calibrate.Case
-	fit   func(env estimate.Env, cases []calibrate.Case, by []string, progress func(i, n int, v float64)) (*calibrate.TermResult, error)
 	table termTable
 	// step names one grid point in the progress lines ("%g ms a hand-off").
 	step string
@@ -90,7 +93,7 @@ func newTermCmd(g *globals, use, short, long string, s termSearch) *cobra.Comman
 				return err
 			}
 			t0 := time.Now()
-			res, err := s.fit(env, s.cases(ds.Cases), by, func(i, n int, v float64) {
+			res, err := calibrate.FitTerm(env, s.cases(ds.Cases), s.term, s.grid, by, func(i, n int, v float64) {
 				fmt.Fprintf(g.stderr, "[%d/%d] "+s.step+", %s\n", i, n, v, time.Since(t0).Round(time.Second))
 			})
 			if err != nil {
@@ -102,7 +105,7 @@ func newTermCmd(g *globals, use, short, long string, s termSearch) *cobra.Comman
 				}
 			}
 			t := s.table
-			t.TermResult = res
+			t.TermResult, t.unit = res, s.term.Unit
 			return output.Write(g.stdout, f, t)
 		},
 	}
