@@ -117,10 +117,8 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 			ps.decode = append(ps.decode, e)
 		}
 		l.engines = append(append(l.engines, prefill...), ps.decode...)
-		if pc.DP > 1 || dc.DP > 1 {
-			// Each pool's workers step their attention-DP ranks together.
-			l.steppers = append(stepGroups(prefill, pc.DP), stepGroups(ps.decode, dc.DP)...)
-		}
+		// Each pool's workers step their attention-DP ranks together.
+		l.steppers = append(stepGroups(prefill, pc.DP), stepGroups(ps.decode, dc.DP)...)
 		var nextID int64
 		fronts := make([]frontend, d.PrefillWorkers)
 		pending := make([]int, d.PrefillWorkers)

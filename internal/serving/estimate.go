@@ -238,11 +238,9 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 			}
 			l.engines = append(l.engines, e)
 		}
-		if cfg.DP > 1 {
-			// A worker's attention-DP ranks step together (see dpGroup); a
-			// stretched iteration is not a fast-forwarded run.
-			l.steppers = stepGroups(l.engines, cfg.DP)
-		}
+		// A worker's attention-DP ranks step together (see dpGroup); a
+		// stretched iteration is not a fast-forwarded run.
+		l.steppers = stepGroups(l.engines, cfg.DP)
 		var nextID int64
 		fronts := make([]frontend, workers)
 		pending := make([]int, workers)

@@ -19,8 +19,9 @@ type loop struct {
 	timers  events.Queue
 	now     float64
 	done    func() bool
-	// steppers, when set, are what the loop advances instead of engines
-	// (attention-DP groups stepping their ranks together).
+	// steppers are what the loop advances: the engines, or groups of them
+	// stepping together (attention-DP ranks, see stepGroups); unset, the
+	// engines one by one.
 	steppers []stepper
 }
 
@@ -33,22 +34,17 @@ type stepper interface {
 func (l *loop) after(at float64, fn func(now float64) error) { l.timers.At(at, fn) }
 
 func (l *loop) run() error {
+	if l.steppers == nil {
+		l.steppers = stepGroups(l.engines, 1)
+	}
 	for events := 0; !l.done(); events++ {
 		if events > maxEvents {
 			return fmt.Errorf("estimate did not reach steady state within %d events", maxEvents)
 		}
 		next, idx := math.Inf(1), -1
-		if l.steppers != nil {
-			for i, e := range l.steppers {
-				if t := e.NextEvent(); t < next {
-					next, idx = t, i
-				}
-			}
-		} else {
-			for i, e := range l.engines {
-				if t := e.NextEvent(); t < next {
-					next, idx = t, i
-				}
+		for i, e := range l.steppers {
+			if t := e.NextEvent(); t < next {
+				next, idx = t, i
 			}
 		}
 		if t, ok := l.timers.Next(); ok && t <= next {
@@ -62,11 +58,7 @@ func (l *loop) run() error {
 			return fmt.Errorf("estimate stalled: no engine has work and no request is pending")
 		}
 		l.now = next
-		if l.steppers != nil {
-			l.steppers[idx].Advance()
-		} else {
-			l.engines[idx].Advance()
-		}
+		l.steppers[idx].Advance()
 	}
 	return nil
 }
