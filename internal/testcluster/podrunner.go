@@ -98,6 +98,15 @@ func (p *PodRunner) sync(ctx context.Context, pods []corev1.Pod) {
 	}
 	// Gone pods first: their IPs may be the new pods'.
 	p.mu.Lock()
+	listed := map[types.UID]bool{}
+	for i := range pods {
+		listed[pods[i].UID] = true
+	}
+	for uid := range p.evicted {
+		if !listed[uid] {
+			delete(p.evicted, uid) // gone for good: nothing left to delete
+		}
+	}
 	for uid, proc := range p.procs {
 		if lp, ok := live[uid]; !ok || lp.pod.Status.PodIP != proc.ip {
 			delete(p.procs, uid)

@@ -147,6 +147,14 @@ func TestPodRunnerDuplicateIPEvictsTheNewerPod(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d processes, want 1 (the decode pod's)", n)
 	}
+	// Once the deleted pod is no longer listed, the runner forgets it.
+	r.sync(ctx, []corev1.Pod{a})
+	r.mu.Lock()
+	left := len(r.evicted)
+	r.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d evicted pods remembered after they are gone, want 0", left)
+	}
 }
 
 func podNames(pods []corev1.Pod) []string {
