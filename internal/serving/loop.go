@@ -8,7 +8,9 @@ import (
 	"github.com/gpuplane/gpuplane/internal/events"
 )
 
-// maxEvents bounds one estimate; a healthy run needs a few thousand.
+// maxEvents bounds one estimate's work, in engine iterations (an
+// attention-DP group's step counts once per rank); a healthy run needs a
+// few thousand.
 const maxEvents = 5_000_000
 
 // loop is a tiny discrete-event driver over a set of engines. Engine events
@@ -37,9 +39,9 @@ func (l *loop) run() error {
 	if l.steppers == nil {
 		l.steppers = stepGroups(l.engines, 1)
 	}
-	for events := 0; !l.done(); events++ {
+	for events := 0; !l.done(); {
 		if events > maxEvents {
-			return fmt.Errorf("estimate did not reach steady state within %d events", maxEvents)
+			return fmt.Errorf("estimate did not reach steady state within %d engine iterations; fewer users, shorter outputs or fewer attention-DP ranks need fewer", maxEvents)
 		}
 		next, idx := math.Inf(1), -1
 		for i, e := range l.steppers {
@@ -52,6 +54,7 @@ func (l *loop) run() error {
 			if err := l.timers.Run(); err != nil {
 				return err
 			}
+			events++
 			continue
 		}
 		if idx < 0 {
@@ -59,8 +62,18 @@ func (l *loop) run() error {
 		}
 		l.now = next
 		l.steppers[idx].Advance()
+		events += steps(l.steppers[idx])
 	}
 	return nil
+}
+
+// steps is the engine iterations one advance of st takes: a group steps
+// every rank.
+func steps(st stepper) int {
+	if g, ok := st.(*dpGroup); ok {
+		return len(g.ranks)
+	}
+	return 1
 }
 
 // leastLoaded picks the engine with the fewest admitted plus queued requests.
