@@ -84,6 +84,19 @@ type PromptGate interface {
 	HoldPrompts(e *Engine) bool
 }
 
+// SteadyGate is a PromptGate that can say for how long its answer stays
+// the same while no engine's requests change, so that a lockstep group may
+// fast-forward iterations past it (held ones included: a held iteration
+// only decodes).
+type SteadyGate interface {
+	PromptGate
+	// Steady is for how many iterations, the one just asked about
+	// included, e would get the same answer if asked at each.
+	Steady(e *Engine) int64
+	// Skip tells the gate that e ran n more such iterations unasked.
+	Skip(e *Engine, n int64)
+}
+
 // Request is one inference request as the engine sees it.
 type Request struct {
 	ID       int64
@@ -146,6 +159,12 @@ type Engine struct {
 	itCtxSum  float64
 	itDecodes int
 	itChunks  []*Request
+	itAsked   bool // the gate was asked about this iteration
+
+	// group is the lockstep group of attention-DP ranks the engine is in,
+	// and run the group's fast-forwarded run this iteration belongs to.
+	group *Lockstep
+	run   *groupRun
 
 	// Iterations counts simulated iterations, each fast-forwarded step included.
 	Iterations int64
@@ -224,9 +243,13 @@ func (e *Engine) Submit(r *Request, now float64) error {
 	r.prefilled, r.generated, r.target = 0, 0, r.ISL
 	e.waiting.push(r)
 	if !e.busy {
+		if e.group != nil {
+			// The rank joins its peers' iteration in progress.
+			e.group.truncate(now)
+		}
 		e.start(now)
 	} else if e.itSteps > 1 {
-		e.truncate(now)
+		e.truncateRun(now)
 	}
 	return nil
 }
@@ -255,7 +278,7 @@ func (e *Engine) Abort(r *Request, now float64) {
 			r.finishStep = e.decodeStep + 1
 			heap.Fix(&e.decoding, i)
 			if e.busy && e.itSteps > 1 {
-				e.truncate(now)
+				e.truncateRun(now)
 			}
 		}
 		return
@@ -279,6 +302,9 @@ func (e *Engine) Advance() {
 	e.busy = false
 	e.busyTime += t - e.itStart
 	e.Iterations += e.itSteps
+	if s, ok := e.cfg.Gate.(SteadyGate); ok && e.itAsked && e.itSteps > 1 {
+		s.Skip(e, e.itSteps-1)
+	}
 	if e.itDecodes > 0 {
 		e.decodeStep += e.itSteps
 		e.ctxSum += float64(e.itSteps) * float64(e.itDecodes)
@@ -389,11 +415,13 @@ func (e *Engine) admit(now float64) {
 }
 
 func (e *Engine) start(now float64) {
+	e.run = nil
 	// A decode step adds one token per sequence: evict until it fits.
 	for len(e.decoding) > 0 && e.kvUsed()+float64(len(e.decoding)) > float64(e.cfg.KVTokens) {
 		e.preemptNewest()
 	}
-	held := e.cfg.Gate != nil && e.waiting.len() > 0 && len(e.decoding) > 0 && e.cfg.Gate.HoldPrompts(e)
+	e.itAsked = e.cfg.Gate != nil && e.waiting.len() > 0 && len(e.decoding) > 0
+	held := e.itAsked && e.cfg.Gate.HoldPrompts(e)
 	if !held {
 		e.admit(now)
 	}
@@ -422,22 +450,51 @@ func (e *Engine) start(now float64) {
 	e.itCtxSum = e.ctxSum
 	e.itSteps = 1
 	e.itFixed = e.cost.FixedStepTime(b)
-	if len(e.itChunks) == 0 && !e.cfg.NoFastForward && !held {
-		// Decode-only: identical iterations until the next completion or
-		// until the cache is full.
-		e.itSteps = max(1, e.decoding[0].finishStep-e.decodeStep)
-		if room := int64((float64(e.cfg.KVTokens) - e.kvUsed()) / float64(decodes)); room < e.itSteps {
-			e.itSteps = max(1, room)
-		}
+	if len(e.itChunks) == 0 && !e.cfg.NoFastForward && !held && e.group == nil {
+		// A lockstep group fast-forwards its ranks itself.
+		e.itSteps = e.decodeRunSteps()
 	}
 	e.itEnd = now + e.elapsed(e.itSteps)
 }
 
+// decodeRunSteps is how many identical decode-only iterations can run from
+// here: until the next completion or until the cache is full.
+func (e *Engine) decodeRunSteps() int64 {
+	steps := max(1, e.decoding[0].finishStep-e.decodeStep)
+	if room := int64((float64(e.cfg.KVTokens) - e.kvUsed()) / float64(len(e.decoding))); room < steps {
+		steps = max(1, room)
+	}
+	return steps
+}
+
+// gateSteps is how many iterations from this one the gate would answer as
+// it did: without limit when it is not asked (no prompt waits), as the gate
+// says when it can tell, else one.
+func (e *Engine) gateSteps() int64 {
+	if !e.itAsked {
+		return math.MaxInt64
+	}
+	if s, ok := e.cfg.Gate.(SteadyGate); ok {
+		return max(1, s.Steady(e))
+	}
+	return 1
+}
+
+// truncateRun cuts the fast-forwarded run in progress at now: the whole
+// group's when the engine steps in lockstep.
+func (e *Engine) truncateRun(now float64) {
+	if e.group != nil {
+		e.group.truncate(now)
+		return
+	}
+	e.truncate(now)
+}
+
 // Stretch makes the iteration in progress end no earlier than t: a rank
-// waiting for its peers in a lockstep collective. Only single-step
-// iterations stretch (engines in lockstep run with NoFastForward).
+// waiting for its peers in a lockstep collective. In a fast-forwarded run
+// the last step stretches.
 func (e *Engine) Stretch(t float64) {
-	if e.busy && e.itSteps == 1 && t > e.itEnd {
+	if e.busy && t > e.itEnd {
 		e.itEnd = t
 	}
 }
@@ -450,7 +507,7 @@ func (e *Engine) IterationsAt(now float64) int64 {
 		done := int64(0)
 		for lo, hi := int64(0), e.itSteps; lo <= hi; {
 			mid := (lo + hi) / 2
-			if e.elapsed(mid) <= now-e.itStart {
+			if e.runElapsed(mid) <= now-e.itStart {
 				done, lo = mid, mid+1
 			} else {
 				hi = mid - 1
@@ -459,6 +516,15 @@ func (e *Engine) IterationsAt(now float64) int64 {
 		n += min(done, e.itSteps-1)
 	}
 	return n
+}
+
+// runElapsed is the time of the first k steps of the current iteration:
+// the group's when it is part of a group's run.
+func (e *Engine) runElapsed(k int64) float64 {
+	if e.run != nil {
+		return e.run.elapsed(k)
+	}
+	return e.elapsed(k)
 }
 
 // elapsed is the time of the first k decode-only steps of the current iteration.

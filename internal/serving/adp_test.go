@@ -1,6 +1,8 @@
 package serving
 
 import (
+	"maps"
+	"math"
 	"testing"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -38,6 +40,49 @@ func TestADPBalanceHolds(t *testing.T) {
 			}
 			if g.hold(asker) {
 				t.Fatalf("%s: round %d: still holding after %d holds", tc.name, round, tc.holds)
+			}
+		}
+	}
+}
+
+// What the balance says of how long its answer lasts matches asking it
+// iteration by iteration, and skipping that many iterations brings the
+// next answer on time: what lets a lockstep group fast-forward past it.
+func TestADPBalanceSteadyMatchesAsking(t *testing.T) {
+	for _, ranks := range [][]fakeRank{
+		{{1, 0, 4}, {0, 0, 0}},
+		{{1, 0, 4}, {2, 0, 4}},
+		{{1, 0, 4}, {0, 0, 4}},
+		{{1, 0, 4}, {0, 0, 4}, {0, 1, 4}},
+	} {
+		for _, timeout := range []int{1, 3, 7} {
+			g := newADPBalance(timeout)
+			for i := range ranks {
+				g.ranks = append(g.ranks, &ranks[i])
+			}
+			asker := g.ranks[0]
+			for ask := 0; ask < 3*timeout+3; ask++ {
+				answer := g.hold(asker)
+				said := g.steady(asker)
+				// Ask a copy until the answer changes (200 asks: never).
+				probe := &adpBalance{ranks: g.ranks, timeout: timeout, waited: maps.Clone(g.waited)}
+				same := int64(1)
+				for same < 200 && probe.hold(asker) == answer {
+					same++
+				}
+				if same == 200 {
+					same = math.MaxInt64
+				}
+				if said != same {
+					t.Fatalf("ranks %v, timeout %d, ask %d (answer %v): steady says %d iterations, asking gives %d", ranks, timeout, ask, answer, said, same)
+				}
+				if said > 1 && said < math.MaxInt64 {
+					skipped := &adpBalance{ranks: g.ranks, timeout: timeout, waited: maps.Clone(g.waited)}
+					skipped.skip(asker, said-1)
+					if skipped.hold(asker) == answer {
+						t.Fatalf("ranks %v, timeout %d, ask %d: after skipping %d iterations the answer is still %v", ranks, timeout, ask, said-1, answer)
+					}
+				}
 			}
 		}
 	}

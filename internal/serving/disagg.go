@@ -102,7 +102,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 		var prefill []*engine.Engine
 		for i := 0; i < d.PrefillWorkers; i++ {
 			e, err := engine.New(engine.Config{Role: engine.Prefill, MaxBatchedTokens: pc.MaxBatchedTokens,
-				MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens, NoFastForward: plain || pc.DP > 1}, d.Prefill, ps)
+				MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens, NoFastForward: plain}, d.Prefill, ps)
 			if err != nil {
 				return nil, nil, 0, err
 			}
@@ -110,7 +110,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 		}
 		for i := 0; i < d.DecodeWorkers; i++ {
 			e, err := engine.New(engine.Config{Role: engine.Decode, MaxBatchedTokens: dc.MaxBatchedTokens,
-				MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain || dc.DP > 1}, d.Decode, ds)
+				MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain}, d.Decode, ds)
 			if err != nil {
 				return nil, nil, 0, err
 			}
@@ -118,7 +118,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 		}
 		l.engines = append(append(l.engines, prefill...), ps.decode...)
 		// Each pool's workers step their attention-DP ranks together.
-		l.steppers = append(stepGroups(prefill, pc.DP), stepGroups(ps.decode, dc.DP)...)
+		l.steppers = append(stepGroups(prefill, pc.DP, plain), stepGroups(ps.decode, dc.DP, plain)...)
 		var nextID int64
 		fronts := make([]frontend, d.PrefillWorkers)
 		pending := make([]int, d.PrefillWorkers)

@@ -221,7 +221,7 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 		var gate *adpBalance
 		for i := 0; i < workers; i++ {
 			ec := engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
-				MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain || cfg.DP > 1}
+				MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}
 			if t := w.ADPBalanceIters(); t > 0 && cfg.DP > 1 {
 				// Consecutive engines are one worker's attention-DP ranks.
 				if i%cfg.DP == 0 {
@@ -238,9 +238,8 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 			}
 			l.engines = append(l.engines, e)
 		}
-		// A worker's attention-DP ranks step together (see dpGroup); a
-		// stretched iteration is not a fast-forwarded run.
-		l.steppers = stepGroups(l.engines, cfg.DP)
+		// A worker's attention-DP ranks step together (see stepGroups).
+		l.steppers = stepGroups(l.engines, cfg.DP, plain)
 		var nextID int64
 		fronts := make([]frontend, workers)
 		pending := make([]int, workers)

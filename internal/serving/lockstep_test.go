@@ -1,9 +1,11 @@
 package serving
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
+	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/engine"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
@@ -21,56 +23,6 @@ type times struct{ first, done map[int64]float64 }
 func (s *times) FirstToken(r *engine.Request, t float64) { s.first[r.ID] = t }
 func (s *times) Finished(r *engine.Request, t float64)   { s.done[r.ID] = t }
 
-// Two attention-DP ranks in lockstep: while rank B prefills a long prompt
-// in two chunks, rank A's iterations last as long as B's; afterwards both
-// decode at their own pace again (one step each, together).
-func TestDPGroupStepsRanksTogether(t *testing.T) {
-	cost := tokenCost{base: 1e-3, perToken: 1e-5}
-	chunk, decode := 1e-3+512e-5, 1e-3+1e-5
-	for _, grouped := range []bool{false, true} {
-		s := &times{first: map[int64]float64{}, done: map[int64]float64{}}
-		cfg := engine.Config{Role: engine.Aggregated, MaxBatchedTokens: 512, MaxSeqs: 8, KVTokens: 100000, NoFastForward: true}
-		a, _ := engine.New(cfg, cost, s)
-		b, _ := engine.New(cfg, cost, s)
-		if err := a.Submit(&engine.Request{ID: 1, ISL: 10, OSL: 20}, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Submit(&engine.Request{ID: 2, ISL: 1024, OSL: 2}, 0); err != nil {
-			t.Fatal(err)
-		}
-		var steps []stepper = []stepper{a, b}
-		if grouped {
-			steps = []stepper{&dpGroup{ranks: []*engine.Engine{a, b}}}
-		}
-		for n := 0; ; n++ {
-			next, idx := math.Inf(1), -1
-			for i, st := range steps {
-				if e := st.NextEvent(); e < next {
-					next, idx = e, i
-				}
-			}
-			if idx < 0 {
-				break
-			}
-			if n > 1000 {
-				t.Fatal("did not drain")
-			}
-			steps[idx].Advance()
-		}
-		first, done := 1e-3+10e-5, 1e-3+10e-5+19*decode
-		if grouped {
-			// A's prompt iteration and first decode step wait for B's chunks.
-			first, done = chunk, 2*chunk+18*decode
-		}
-		if math.Abs(s.first[1]-first) > 1e-12 || math.Abs(s.done[1]-done) > 1e-12 {
-			t.Errorf("grouped %v: rank A's request first token %g, done %g; want %g, %g", grouped, s.first[1], s.done[1], first, done)
-		}
-		if want := 2 * chunk; math.Abs(s.first[2]-want) > 1e-12 {
-			t.Errorf("grouped %v: rank B's first token %g, want %g (its own two chunks)", grouped, s.first[2], want)
-		}
-	}
-}
-
 // stepGroups makes one group per worker of dp consecutive ranks, and
 // leaves engines of dp 1 to step alone.
 func TestStepGroups(t *testing.T) {
@@ -82,17 +34,78 @@ func TestStepGroups(t *testing.T) {
 		}
 		es = append(es, e)
 	}
-	if got := stepGroups(es, 1); len(got) != 6 || got[2] != stepper(es[2]) {
+	if got := stepGroups(es, 1, false); len(got) != 6 || got[2] != stepper(es[2]) {
 		t.Errorf("dp 1: %d steppers, want the 6 engines", len(got))
 	}
-	got := stepGroups(es, 3)
+	got := stepGroups(es, 3, false)
 	if len(got) != 2 {
 		t.Fatalf("dp 3 over 6 engines: %d steppers, want 2 groups", len(got))
 	}
 	for w, st := range got {
-		g, ok := st.(*dpGroup)
-		if !ok || len(g.ranks) != 3 || g.ranks[0] != es[3*w] || g.ranks[2] != es[3*w+2] {
+		g, ok := st.(*engine.Lockstep)
+		if !ok || g.Ranks() != 3 || g.Rank(0) != es[3*w] || g.Rank(2) != es[3*w+2] {
 			t.Errorf("worker %d: %+v, want engines %d-%d", w, st, 3*w, 3*w+2)
 		}
+	}
+}
+
+// Attention-DP estimates come out the same whether the lockstep groups
+// fast-forward or step every iteration: aggregated (with and without
+// TensorRT-LLM's hold) and disaggregated pools with ranks of their own.
+func TestDPFastForwardDoesNotChangeEstimates(t *testing.T) {
+	cat := catalog.MustDefault()
+	m, err := cat.Model("deepseek-ai/DeepSeek-R1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := cat.Device("b200_sxm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newWorker := func(be perf.Backend, tp, dp int) *perf.Worker {
+		t.Helper()
+		w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: be, Weights: catalog.FP4, KV: catalog.FP8, TP: tp, DP: dp, EP: tp * dp}, perf.MustDefaultParams())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	same := func(name string, ff, plain *Result) {
+		t.Helper()
+		for _, p := range [][2]float64{{ff.TTFTms, plain.TTFTms}, {ff.TPOTms, plain.TPOTms}, {ff.OutputTokensPerS, plain.OutputTokensPerS}} {
+			if math.Abs(p[0]-p[1]) > 1e-6*math.Abs(p[1]) {
+				t.Errorf("%s: fast-forward %v vs plain loop %v", name, p[0], p[1])
+			}
+		}
+		if ff.Iterations != plain.Iterations {
+			t.Errorf("%s: %d iterations with fast-forward, %d without", name, ff.Iterations, plain.Iterations)
+		}
+	}
+	for _, be := range []perf.Backend{perf.TRTLLM, perf.VLLM} {
+		w := newWorker(be, 1, 4)
+		for _, wl := range []Workload{{1024, 256, 8}, {4000, 300, 96}, {1000, 1000, 300}} {
+			for _, h := range Harnesses {
+				ff, err := Aggregated(w, 4, wl, Options{Harness: h})
+				if err != nil {
+					t.Fatal(err)
+				}
+				plain, err := Aggregated(w, 4, wl, Options{Harness: h, PlainLoop: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				same(fmt.Sprintf("%s agg dp 4 %+v %s", be, wl, h), ff, plain)
+			}
+		}
+		d := Disagg{Prefill: newWorker(be, 1, 4), Decode: newWorker(be, 1, 8), PrefillWorkers: 8, DecodeWorkers: 8, SameDomain: true}
+		wl := Workload{ISL: 2000, OSL: 400, Concurrency: 128}
+		ff, err := Disaggregated(d, wl, Options{Harness: Burst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := Disaggregated(d, wl, Options{Harness: Burst, PlainLoop: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(fmt.Sprintf("%s disagg 2 x dp 4 / dp 8", be), ff, plain)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"github.com/gpuplane/gpuplane/internal/events"
 )
 
-// maxEvents bounds one estimate's work, in engine iterations (an
-// attention-DP group's step counts once per rank); a healthy run needs a
-// few thousand.
+// maxEvents bounds one estimate's work, in engine advances (an
+// attention-DP group's advance counts once per rank, a fast-forwarded run
+// once); a healthy run needs a few thousand.
 const maxEvents = 5_000_000
 
 // loop is a tiny discrete-event driver over a set of engines. Engine events
@@ -37,11 +37,11 @@ func (l *loop) after(at float64, fn func(now float64) error) { l.timers.At(at, f
 
 func (l *loop) run() error {
 	if l.steppers == nil {
-		l.steppers = stepGroups(l.engines, 1)
+		l.steppers = stepGroups(l.engines, 1, false)
 	}
 	for events := 0; !l.done(); {
 		if events > maxEvents {
-			return fmt.Errorf("estimate did not reach steady state within %d engine iterations; fewer users, shorter outputs or fewer attention-DP ranks need fewer", maxEvents)
+			return fmt.Errorf("estimate did not reach steady state within %d scheduling events; fewer users, shorter outputs or fewer attention-DP ranks need fewer", maxEvents)
 		}
 		next, idx := math.Inf(1), -1
 		for i, e := range l.steppers {
@@ -67,11 +67,11 @@ func (l *loop) run() error {
 	return nil
 }
 
-// steps is the engine iterations one advance of st takes: a group steps
+// steps is the engine advances one advance of st takes: a group advances
 // every rank.
 func steps(st stepper) int {
-	if g, ok := st.(*dpGroup); ok {
-		return len(g.ranks)
+	if g, ok := st.(*engine.Lockstep); ok {
+		return g.Ranks()
 	}
 	return 1
 }

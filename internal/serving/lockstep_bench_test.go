@@ -1,0 +1,40 @@
+package serving
+
+import (
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// BenchmarkDPEstimate times one attention-DP estimate (DeepSeek-R1 on 8
+// B200 at dp 8, TensorRT-LLM, 256 users), with the plain iteration loop as
+// the baseline.
+func BenchmarkDPEstimate(b *testing.B) {
+	cat := catalog.MustDefault()
+	m, err := cat.Model("deepseek-ai/DeepSeek-R1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dev, err := cat.Device("b200_sxm", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: perf.TRTLLM, Weights: catalog.FP4, KV: catalog.FP8, TP: 1, DP: 8, EP: 8}, perf.MustDefaultParams())
+	if err != nil {
+		b.Fatal(err)
+	}
+	wl := Workload{ISL: 1024, OSL: 1024, Concurrency: 256}
+	for _, bc := range []struct {
+		name string
+		opt  Options
+	}{{"fast-forward", Options{Harness: Burst}}, {"plain-loop", Options{Harness: Burst, PlainLoop: true}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Aggregated(w, 8, wl, bc.opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
