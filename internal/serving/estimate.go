@@ -218,25 +218,15 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 	res.Fits = true
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		sink := &aggSink{l: l, c: c}
-		var gate *adpBalance
-		for i := 0; i < workers; i++ {
-			ec := engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
-				MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}
-			if t := w.ADPBalanceIters(); t > 0 && cfg.DP > 1 {
-				// Consecutive engines are one worker's attention-DP ranks.
-				if i%cfg.DP == 0 {
-					gate = newADPBalance(t)
-				}
-				ec.Gate = gate
-			}
-			e, err := engine.New(ec, w, sink)
+		ec := engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
+			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}
+		// Consecutive engines are one worker's attention-DP ranks.
+		for i := 0; i < workers; i += cfg.DP {
+			ranks, err := engine.NewRanks(ec, min(cfg.DP, workers-i), w.ADPBalanceIters(), w, sink)
 			if err != nil {
 				return nil, nil, 0, err
 			}
-			if ec.Gate != nil {
-				gate.ranks = append(gate.ranks, e)
-			}
-			l.engines = append(l.engines, e)
+			l.engines = append(l.engines, ranks...)
 		}
 		// A worker's attention-DP ranks step together (see stepGroups).
 		l.steppers = stepGroups(l.engines, cfg.DP, plain)
