@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,6 +187,29 @@ func TestSimulate(t *testing.T) {
 	json.Unmarshal(b, &sum)
 	if n := strings.Count(string(rows), "\n") - 1; n != sum.Completed || n == 0 {
 		t.Errorf("%d request rows for %d completed requests", n, sum.Completed)
+	}
+}
+
+// The attention-DP example runs: every request completes on one worker of
+// 8 ranks, billed for its 8 GPUs.
+func TestSimulateAttentionDP(t *testing.T) {
+	out, _, err := run(t, "simulate", "-f", "../../examples/attention-dp.yaml", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Requests, Completed int
+		GPUHours            float64 `json:"gpu_hours"`
+		SimSeconds          float64 `json:"simulated_seconds"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Requests == 0 || sum.Completed != sum.Requests {
+		t.Errorf("completed %d of %d requests", sum.Completed, sum.Requests)
+	}
+	if want := 8 * sum.SimSeconds / 3600; sum.SimSeconds <= 0 || math.Abs(sum.GPUHours-want) > 1e-6*want {
+		t.Errorf("%.4f GPU-hours over %.0f s, want %.4f (8 GPUs)", sum.GPUHours, sum.SimSeconds, want)
 	}
 }
 

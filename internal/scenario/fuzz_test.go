@@ -8,7 +8,7 @@ import (
 // FuzzParse: scenarios decode and are checked for bounded work, or fail;
 // never a panic.
 func FuzzParse(f *testing.F) {
-	for _, p := range []string{"../../examples/burst.yaml", "../../examples/planner-burst.yaml", "../../examples/disagg-trace.yaml"} {
+	for _, p := range []string{"../../examples/burst.yaml", "../../examples/planner-burst.yaml", "../../examples/disagg-trace.yaml", "../../examples/attention-dp.yaml"} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}

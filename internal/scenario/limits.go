@@ -13,7 +13,7 @@ const (
 	MaxDurationSeconds = 30 * 24 * 3600 // a month of simulated time
 	MaxRequests        = 20_000_000     // expected arrivals of a run
 	MaxSeriesPoints    = 1_000_000      // per-interval points kept
-	MaxReplicas        = 10_000         // workers a pool starts with
+	MaxReplicas        = 10_000         // workers (and attention-DP ranks) a pool starts with
 	MaxUsers           = 1_000_000      // concurrent users
 	MaxTokens          = 10_000_000     // tokens of one request
 	minIntervalSeconds = 0.1
@@ -41,6 +41,9 @@ func (s *Scenario) checkLimits() error {
 	for name, p := range map[string]*Pool{"agg": s.Deployment.Agg, "prefill": s.Deployment.Prefill, "decode": s.Deployment.Decode} {
 		if p != nil && (p.Replicas < 0 || p.Replicas > MaxReplicas) {
 			return fmt.Errorf("deployment.%s.replicas: %d must be 0 to %d", name, p.Replicas, MaxReplicas)
+		}
+		if p != nil && p.DP > 1 && (p.DP > MaxReplicas || p.engines() > MaxReplicas) {
+			return fmt.Errorf("deployment.%s: %d replicas of dp %d make %.0f engines, at most %d; use fewer replicas or a smaller dp", name, p.Replicas, p.DP, float64(p.Replicas)*float64(p.DP), MaxReplicas)
 		}
 	}
 	w := s.Workload

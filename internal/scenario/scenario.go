@@ -49,9 +49,18 @@ type Deployment struct {
 
 // Pool is one pool's workers.
 type Pool struct {
-	TP       int `json:"tp,omitempty"`
+	TP int `json:"tp,omitempty"`
+	// EP spreads a MoE model's experts over EP GPUs. DP makes each worker
+	// DP attention-DP ranks of TP GPUs, which step together; a worker is
+	// then TP x DP GPUs (EP = TP x DP puts the experts on all of them).
+	EP       int `json:"ep,omitempty"`
+	DP       int `json:"dp,omitempty"`
 	Replicas int `json:"replicas"`
 }
+
+// engines is the number of engines the pool starts: a worker's
+// attention-DP ranks are one engine each.
+func (p *Pool) engines() int { return p.Replicas * max(p.DP, 1) }
 
 // Workload is what arrives.
 type Workload struct {
@@ -187,6 +196,9 @@ func BuildPlanned(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequ
 		cfg.StartupDelay = s.Deployment.StartupDelaySeconds
 	}
 	pc, dc := pools[0].Config(), pools[1].Config()
+	if pc.DP > 1 || dc.DP > 1 {
+		return nil, nil, fmt.Errorf("planner: its capacity model sizes workers of one engine; deployment.prefill.dp %d and deployment.decode.dp %d must be 1 (simulate attention-DP pools without a planner section)", pc.DP, dc.DP)
+	}
 	if cfg.PrefillGPUs == 0 {
 		cfg.PrefillGPUs = pc.GPUs()
 	}
@@ -241,7 +253,7 @@ func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest 
 		if p.Replicas < 0 {
 			return nil, fmt.Errorf("deployment.%s.replicas: must be >= 0", field)
 		}
-		w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: be, Weights: prec, TP: p.TP}, params)
+		w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: be, Weights: prec, TP: p.TP, EP: p.EP, DP: p.DP}, params)
 		if err != nil {
 			return nil, fmt.Errorf("deployment.%s: %w", field, err)
 		}

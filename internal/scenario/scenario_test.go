@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/sharedtest"
+	"github.com/gpuplane/gpuplane/internal/sim"
 )
 
 func build(t *testing.T, body string) (*Scenario, error) {
@@ -75,5 +77,64 @@ slo: {ttftMs: 500, itlMs: 30}
 durationSeconds: 120
 `); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Pools of attention-DP workers simulate, aggregated and disaggregated,
+// and are billed for every rank's GPUs; bad ranks name their field, and
+// the planner, whose capacity model has no ranks, refuses them.
+func TestAttentionDPScenario(t *testing.T) {
+	const head = `
+model: deepseek-ai/DeepSeek-R1
+gpu: b200_sxm
+precision: fp4
+backend: trtllm
+workload: {kind: poisson, rate: {constant: 2}, isl: {fixed: 1000}, osl: {fixed: 100}}
+slo: {ttftMs: 2000, itlMs: 100}
+durationSeconds: 60
+`
+	run := func(body string) (*sim.Summary, error) {
+		t.Helper()
+		f := filepath.Join(t.TempDir(), "s.yaml")
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Load(f)
+		if err != nil {
+			return nil, err
+		}
+		sm, _, err := BuildPlanned(s, catalog.MustDefault(), perf.MustDefaultParams(), nil)
+		if err != nil {
+			return nil, err
+		}
+		return sm.Run()
+	}
+	for _, tc := range []struct {
+		deployment string
+		gpus       int
+	}{
+		{"deployment: {mode: agg, agg: {tp: 1, ep: 8, dp: 8, replicas: 1}}", 8},
+		{"deployment: {mode: disagg, prefill: {tp: 1, ep: 4, dp: 4, replicas: 1}, decode: {tp: 1, ep: 8, dp: 8, replicas: 1}}", 12},
+	} {
+		sum, err := run(head + tc.deployment)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.deployment, err)
+		}
+		if sum.Requests == 0 || sum.Completed != sum.Requests {
+			t.Errorf("%s: completed %d of %d", tc.deployment, sum.Completed, sum.Requests)
+		}
+		if want := float64(tc.gpus) * sum.SimSeconds / 3600; math.Abs(sum.GPUHours-want) > 1e-9*want {
+			t.Errorf("%s: %.4f GPU-hours, want %.4f (%d GPUs)", tc.deployment, sum.GPUHours, want, tc.gpus)
+		}
+	}
+	for _, tc := range []struct{ deployment, want string }{
+		{"deployment: {mode: agg, agg: {tp: 1, ep: 7, dp: 8, replicas: 1}}", "deployment.agg: ep: 7"},
+		{"deployment: {mode: agg, agg: {tp: 1, ep: 8, dp: 0.5, replicas: 1}}", "dp"},
+		{"deployment: {mode: agg, agg: {tp: 1, ep: 8, dp: 2048, replicas: 1}}", "deployment.agg: dp: 2048"},
+		{"deployment: {mode: disagg, prefill: {tp: 1, ep: 4, dp: 4, replicas: 1}, decode: {tp: 1, ep: 8, dp: 8, replicas: 1}}\nplanner: {}", "planner: its capacity model"},
+	} {
+		if _, err := run(head + tc.deployment); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error naming %q", tc.deployment, err, tc.want)
+		}
 	}
 }

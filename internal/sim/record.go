@@ -147,9 +147,9 @@ func (r *recorder) closeInterval(s *Sim) {
 		pn := 0
 		for _, w := range pl.workers {
 			if !w.gone {
-				p.QueueDepth += w.eng.Waiting() + w.inFront
-				kv += w.eng.KVUsed()
-				pkv += w.eng.KVUsed()
+				p.QueueDepth += w.waiting() + w.inFront
+				kv += w.kvUsed()
+				pkv += w.kvUsed()
 				p.PoolInFlight[pl.spec.Name] += w.load()
 				n++
 				pn++
@@ -254,7 +254,8 @@ func (r *recorder) summary(s *Sim) *Summary {
 	}
 	for _, p := range s.pools {
 		cfg := p.spec.Worker.Config()
-		gpus := float64(cfg.GPUs())
+		// A worker is all its attention-DP ranks.
+		gpus := float64(cfg.GPUs() * cfg.DP)
 		for _, w := range p.workers {
 			end := math.Min(w.stopped, s.now)
 			sum.GPUHours += gpus * math.Max(0, end-w.started) / 3600

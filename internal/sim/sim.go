@@ -84,23 +84,72 @@ type Users struct {
 }
 
 type worker struct {
-	index    int
-	pool     *pool
-	eng      *engine.Engine
+	index int
+	pool  *pool
+	// ranks are the worker's engines: one, or its attention-DP ranks,
+	// which step together (step).
+	ranks    []*engine.Engine
+	step     stepper
 	readyAt  float64
 	draining bool
 	gone     bool
 	started  float64
 	stopped  float64
-	// The worker's API server takes requests one at a time before its
-	// engine (tokenising, validation): frontFree is when it is next idle,
-	// inFront how many requests it holds.
-	frontFree float64
+	// Each rank's API server takes requests one at a time before its
+	// engine (tokenising, validation): frontFree[k] is when rank k's is
+	// next idle, pending[k] how many requests it holds, inFront the sum.
+	// A server per attention-DP rank is what the estimate does (one per
+	// worker fitted the measured dp runs worse; see PERFORMANCE-MODEL.md).
+	frontFree []float64
+	pending   []int
 	inFront   int
 }
 
+// stepper is what Step advances: an engine, or a worker's ranks together.
+type stepper interface {
+	NextEvent() float64
+	Advance()
+}
+
 // load is what least-outstanding routing compares.
-func (w *worker) load() int { return w.eng.Running() + w.eng.Waiting() + w.inFront }
+func (w *worker) load() int {
+	n := w.inFront
+	for _, e := range w.ranks {
+		n += e.Running() + e.Waiting()
+	}
+	return n
+}
+
+// waiting is the requests queued in the worker's engines.
+func (w *worker) waiting() int {
+	n := 0
+	for _, e := range w.ranks {
+		n += e.Waiting()
+	}
+	return n
+}
+
+// kvUsed is the share of the worker's KV cache in use, over its ranks.
+func (w *worker) kvUsed() float64 {
+	var kv float64
+	for _, e := range w.ranks {
+		kv += e.KVUsed()
+	}
+	return kv / float64(len(w.ranks))
+}
+
+// rank is the rank a request to the worker goes to: the least loaded,
+// counting requests in its API server, as an attention-DP worker spreads
+// requests over its ranks.
+func (w *worker) rank() int {
+	best, load := 0, math.MaxInt
+	for k, e := range w.ranks {
+		if l := e.Running() + e.Waiting() + w.pending[k]; l < load {
+			best, load = k, l
+		}
+	}
+	return best
+}
 
 type pool struct {
 	spec    PoolSpec
@@ -236,12 +285,18 @@ func (s *Sim) addWorker(p *pool, now, delay float64) error {
 	cfg := p.spec.Worker.Config()
 	mem := p.spec.Worker.Memory()
 	w := &worker{index: len(p.workers), pool: p, readyAt: now + delay, started: now, stopped: math.Inf(1)}
-	eng, err := engine.New(engine.Config{Role: p.spec.Role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
-		KVTokens: mem.KVTokens}, p.spec.Worker, sinkFor{s, w})
+	ranks, err := engine.NewRanks(engine.Config{Role: p.spec.Role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
+		KVTokens: mem.KVTokens}, cfg.DP, p.spec.Worker.ADPBalanceIters(), p.spec.Worker, sinkFor{s, w})
 	if err != nil {
 		return fmt.Errorf("pool %s: %w", p.spec.Name, err)
 	}
-	w.eng = eng
+	w.ranks = ranks
+	w.frontFree = make([]float64, len(ranks))
+	w.pending = make([]int, len(ranks))
+	w.step = ranks[0]
+	if len(ranks) > 1 {
+		w.step = engine.NewLockstep(ranks, true)
+	}
 	p.workers = append(p.workers, w)
 	if delay > 0 {
 		s.after(w.readyAt, func(now float64) error { return s.flushWaiting(now) })
@@ -304,7 +359,7 @@ func (s *Sim) route(p *pool, now float64) *worker {
 	case LeastKV:
 		best := ws[0]
 		for _, w := range ws[1:] {
-			if w.eng.KVUsed() < best.eng.KVUsed() {
+			if w.kvUsed() < best.kvUsed() {
 				best = w
 			}
 		}
@@ -336,29 +391,32 @@ func (s *Sim) dispatch(r *request, now float64) error {
 	// The worker's API server handles the request first (the same
 	// per-request time the steady-state estimate charges), then its engine.
 	service := p.spec.Worker.FrontendTime(r.ISL)
+	k := w.rank()
 	if service <= 0 {
-		s.submit(w, r, now)
+		s.submit(w, k, r, now)
 		return nil
 	}
-	w.frontFree = max(now, w.frontFree) + service
+	w.frontFree[k] = max(now, w.frontFree[k]) + service
+	w.pending[k]++
 	w.inFront++
-	s.after(w.frontFree, func(at float64) error {
+	s.after(w.frontFree[k], func(at float64) error {
+		w.pending[k]--
 		w.inFront--
-		s.submit(w, r, at)
+		s.submit(w, k, r, at)
 		return nil
 	})
 	return nil
 }
 
-// submit hands a request that left the API server to the worker's engine;
-// a request the engine cannot hold is rejected.
-func (s *Sim) submit(w *worker, r *request, now float64) {
+// submit hands a request that left the API server to the worker's rank
+// k; a request the engine cannot hold is rejected.
+func (s *Sim) submit(w *worker, k int, r *request, now float64) {
 	osl := r.OSL
 	if w.pool.spec.Role == engine.Prefill {
 		osl = 1
 	}
 	er := &engine.Request{ID: r.ID, ISL: r.ISL, OSL: osl}
-	if err := w.eng.Submit(er, now); err != nil {
+	if err := w.ranks[k].Submit(er, now); err != nil {
 		s.rec.rejected(now)
 		delete(s.reqs, r.ID)
 		if s.cfg.Users != nil {
@@ -441,7 +499,7 @@ func (s *Sim) toDecode(r *request, now float64) error {
 		s.after(now+1, func(at float64) error { return s.toDecode(r, at) })
 		return nil
 	}
-	return w.eng.Submit(&engine.Request{ID: r.ID, ISL: r.ISL, OSL: r.OSL}, now)
+	return w.ranks[w.rank()].Submit(&engine.Request{ID: r.ID, ISL: r.ISL, OSL: r.OSL}, now)
 }
 
 // Step advances the simulation to time until (events at until included)
@@ -458,7 +516,7 @@ func (s *Sim) Step(until float64) (bool, error) {
 			}
 		}
 		next, kind := math.Inf(1), 0
-		var eng *engine.Engine
+		var st stepper
 		if s.pending != nil {
 			next, kind = s.pending.At, 1
 		}
@@ -467,8 +525,8 @@ func (s *Sim) Step(until float64) (bool, error) {
 		}
 		for _, p := range s.pools {
 			for _, w := range p.workers {
-				if t := w.eng.NextEvent(); t < next {
-					next, kind, eng = t, 3, w.eng
+				if t := w.step.NextEvent(); t < next {
+					next, kind, st = t, 3, w.step
 				}
 			}
 		}
@@ -494,7 +552,7 @@ func (s *Sim) Step(until float64) (bool, error) {
 				return false, err
 			}
 		case 3:
-			eng.Advance()
+			st.Advance()
 		}
 	}
 }

@@ -253,7 +253,7 @@ func TestAPIServerQueuesABurst(t *testing.T) {
 		if got := wk.inFront; got != 6-k {
 			t.Fatalf("at %.2f ms: %d requests in the API server, want %d", (float64(k)*f+f/2)*1e3, got, 6-k)
 		}
-		if got := wk.eng.Running() + wk.eng.Waiting() + s.rec.completed; got != k {
+		if got := wk.load() - wk.inFront + s.rec.completed; got != k {
 			t.Fatalf("at %.2f ms: the engine has had %d requests, want %d", (float64(k)*f+f/2)*1e3, got, k)
 		}
 	}
