@@ -1,7 +1,9 @@
 // Package capacity answers the planner's questions about one prefill and
 // one decode replica from the performance model, in microseconds: prompt
 // latency and queueing for prefill, step time against batch for decode.
-// It is pure.
+// A replica of attention-DP ranks spreads its requests over them, each
+// rank with its own queue and batch (taken as balanced; the planner's
+// correction absorbs what their stepping together adds). It is pure.
 package capacity
 
 import (
@@ -56,43 +58,54 @@ func (m *Model) prompt(isl float64) (t1, service float64) {
 	return t1, math.Max(service, front) * 1e3
 }
 
+// ranks is how many attention-DP ranks a replica of w has.
+func ranks(w *perf.Worker) float64 { return float64(max(w.Config().DP, 1)) }
+
 // PrefillTTFT is the TTFT (ms) at percentile pct (0: the mean) at rate
-// req/s: the isolated latency plus M/D/1 queueing.
+// req/s to a replica: the isolated latency plus M/D/1 queueing at each
+// rank's share of the rate.
 func (m *Model) PrefillTTFT(isl, rate, pct float64) float64 {
 	t1, s := m.prompt(isl)
-	return QueueTTFTAt(t1, s, rate, pct)
+	return QueueTTFTAt(t1, s, rate/ranks(m.Prefill), pct)
 }
 
-// PrefillRate is the most req/s whose TTFT at percentile pct (0: the
-// mean) stays inside ttftMs (0 if one prompt misses it).
+// PrefillRate is the most req/s a replica takes with its TTFT at
+// percentile pct (0: the mean) inside ttftMs (0 if one prompt misses it).
 func (m *Model) PrefillRate(isl, ttftMs, pct float64) float64 {
 	t1, s := m.prompt(isl)
-	return QueueRateAt(t1, s, ttftMs, pct)
+	return ranks(m.Prefill) * QueueRateAt(t1, s, ttftMs, pct)
 }
 
-// DecodeITL is the step time (ms) with batch requests at mid-answer context.
+// DecodeITL is the step time (ms) of a replica holding batch requests at
+// mid-answer context, spread over its ranks.
 func (m *Model) DecodeITL(isl, osl, batch float64) float64 {
+	return m.rankITL(isl, osl, batch/ranks(m.Decode))
+}
+
+// rankITL is the step time (ms) of one rank decoding batch requests.
+func (m *Model) rankITL(isl, osl, batch float64) float64 {
 	b := math.Max(1, math.Ceil(batch))
 	ctx := isl + osl/2
 	return m.Decode.StepTime(perf.Batch{DecodeSeqs: int(b), DecodeCtx: b * ctx, Sampled: int(b)}) * 1e3
 }
 
-// DecodeRate is the most req/s inside itlMs: the largest batch the cache,
-// the sequence cap and the ITL allow, over the time a request decodes.
+// DecodeRate is the most req/s a replica takes inside itlMs: on each rank
+// the largest batch the cache, the sequence cap and the ITL allow, over
+// the time a request decodes.
 func (m *Model) DecodeRate(isl, osl, itlMs float64) float64 {
 	cfg := m.Decode.Config()
 	most := min(cfg.MaxSeqs, int(float64(m.Decode.Memory().KVTokens)/math.Max(isl+osl, 1)))
-	if most < 1 || m.DecodeITL(isl, osl, 1) > itlMs {
+	if most < 1 || m.rankITL(isl, osl, 1) > itlMs {
 		return 0
 	}
 	lo, hi := 1, most
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		if m.DecodeITL(isl, osl, float64(mid)) <= itlMs {
+		if m.rankITL(isl, osl, float64(mid)) <= itlMs {
 			lo = mid
 		} else {
 			hi = mid - 1
 		}
 	}
-	return float64(lo) / (math.Max(osl-1, 1) * m.DecodeITL(isl, osl, float64(lo)) / 1e3)
+	return ranks(m.Decode) * float64(lo) / (math.Max(osl-1, 1) * m.rankITL(isl, osl, float64(lo)) / 1e3)
 }

@@ -91,3 +91,57 @@ func BenchmarkTick(b *testing.B) {
 			TTFTms: 180, ITLms: 18, Prefill: 2, Decode: 1})
 	}
 }
+
+// A replica of attention-DP ranks spreads its requests over them: its
+// decode rate is its ranks' rates, each checked against the engine loop
+// of one rank at the batch a rank holds, and its prefill TTFT at the
+// rate it says it takes is the target.
+func TestAttentionDPReplica(t *testing.T) {
+	c := catalog.MustDefault()
+	m, err := c.Model("deepseek-ai/DeepSeek-R1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Device("b200_sxm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const dp = 4
+	w, err := perf.NewWorker(perf.Config{Model: m, Device: d, Backend: perf.SGLang, Weights: catalog.FP4, KV: catalog.FP8, TP: 1, EP: dp, DP: dp}, perf.MustDefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := New(w, w, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isl, osl, itl := 2000.0, 400.0, 40.0
+	rate := cm.DecodeRate(isl, osl, itl)
+	// The most a rank holds inside the ITL; the replica holds dp times it.
+	perRank := 0
+	for b := 1; b < 4096; b++ {
+		if cm.DecodeITL(isl, osl, float64(dp*b)) > itl {
+			perRank = b - 1
+			break
+		}
+	}
+	if perRank < 1 {
+		t.Fatalf("no batch inside %.0f ms", itl)
+	}
+	run, err := serving.DecodeOnly(w, serving.Workload{ISL: int(isl), OSL: int(osl), Concurrency: perRank}, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := dp * run.RequestsPerS; math.Abs(rate-want)/want > 0.05 {
+		t.Errorf("decode: %.2f req/s for the replica, want %d ranks x %.2f req/s of one rank at batch %d", rate, dp, run.RequestsPerS, perRank)
+	}
+	for _, pct := range []float64{0, 90} {
+		r := cm.PrefillRate(isl, 800, pct)
+		if got := cm.PrefillTTFT(isl, r, pct); math.Abs(got-800) > 8 {
+			t.Errorf("prefill p%.0f: TTFT %.1f ms at the %.2f req/s said to hold 800 ms", pct, got, r)
+		}
+		if one := cm.PrefillTTFT(isl, r/dp, pct); one >= cm.PrefillTTFT(isl, r, pct) {
+			t.Errorf("prefill p%.0f: a quarter of the rate gives %.1f ms, no less than the full rate", pct, one)
+		}
+	}
+}

@@ -196,14 +196,12 @@ func BuildPlanned(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequ
 		cfg.StartupDelay = s.Deployment.StartupDelaySeconds
 	}
 	pc, dc := pools[0].Config(), pools[1].Config()
-	if pc.DP > 1 || dc.DP > 1 {
-		return nil, nil, fmt.Errorf("planner: its capacity model sizes workers of one engine; deployment.prefill.dp %d and deployment.decode.dp %d must be 1 (simulate attention-DP pools without a planner section)", pc.DP, dc.DP)
-	}
+	// A replica is all its attention-DP ranks.
 	if cfg.PrefillGPUs == 0 {
-		cfg.PrefillGPUs = pc.GPUs()
+		cfg.PrefillGPUs = pc.GPUs() * pc.DP
 	}
 	if cfg.DecodeGPUs == 0 {
-		cfg.DecodeGPUs = dc.GPUs()
+		cfg.DecodeGPUs = dc.GPUs() * dc.DP
 	}
 	model, err := capacity.New(pools[0], pools[1], true)
 	if err != nil {

@@ -81,8 +81,8 @@ durationSeconds: 120
 }
 
 // Pools of attention-DP workers simulate, aggregated and disaggregated,
-// and are billed for every rank's GPUs; bad ranks name their field, and
-// the planner, whose capacity model has no ranks, refuses them.
+// with and without the planner, and are billed for every rank's GPUs;
+// bad ranks name their field.
 func TestAttentionDPScenario(t *testing.T) {
 	const head = `
 model: deepseek-ai/DeepSeek-R1
@@ -115,6 +115,8 @@ durationSeconds: 60
 	}{
 		{"deployment: {mode: agg, agg: {tp: 1, ep: 8, dp: 8, replicas: 1}}", 8},
 		{"deployment: {mode: disagg, prefill: {tp: 1, ep: 4, dp: 4, replicas: 1}, decode: {tp: 1, ep: 8, dp: 8, replicas: 1}}", 12},
+		// The planner holds one replica of each at this light load.
+		{"deployment: {mode: disagg, prefill: {tp: 1, ep: 4, dp: 4, replicas: 1}, decode: {tp: 1, ep: 8, dp: 8, replicas: 1}}\nplanner: {intervalSeconds: 10, gpuBudget: 64}", 12},
 	} {
 		sum, err := run(head + tc.deployment)
 		if err != nil {
@@ -131,7 +133,6 @@ durationSeconds: 60
 		{"deployment: {mode: agg, agg: {tp: 1, ep: 7, dp: 8, replicas: 1}}", "deployment.agg: ep: 7"},
 		{"deployment: {mode: agg, agg: {tp: 1, ep: 8, dp: 0.5, replicas: 1}}", "dp"},
 		{"deployment: {mode: agg, agg: {tp: 1, ep: 8, dp: 2048, replicas: 1}}", "deployment.agg: dp: 2048"},
-		{"deployment: {mode: disagg, prefill: {tp: 1, ep: 4, dp: 4, replicas: 1}, decode: {tp: 1, ep: 8, dp: 8, replicas: 1}}\nplanner: {}", "planner: its capacity model"},
 	} {
 		if _, err := run(head + tc.deployment); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error naming %q", tc.deployment, err, tc.want)
