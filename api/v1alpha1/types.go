@@ -271,11 +271,17 @@ type Plan struct {
 
 // PoolPlan is one pool of the plan.
 type PoolPlan struct {
-	Role    string `json:"role"`
-	Device  string `json:"device"`
-	TP      int32  `json:"tp"`
-	Workers int32  `json:"workers"`
-	Batch   int32  `json:"batch"`
+	Role   string `json:"role"`
+	Device string `json:"device"`
+	TP     int32  `json:"tp"`
+	// PP is pipeline stages (pods on nodes of their own), EP the GPUs the
+	// experts spread over and DP the attention-DP ranks of a worker; unset
+	// means 1.
+	PP      int32 `json:"pp,omitempty"`
+	EP      int32 `json:"ep,omitempty"`
+	DP      int32 `json:"dp,omitempty"`
+	Workers int32 `json:"workers"`
+	Batch   int32 `json:"batch"`
 }
 
 // Replicas are ready over desired (what the controller or planner set) per pool.

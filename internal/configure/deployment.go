@@ -190,11 +190,12 @@ func (s *search) verify(d *deployment, users int) (*serving.Result, error) {
 	}
 	s.sims.Add(1)
 	wl := serving.Workload{ISL: s.r.ISL, OSL: s.r.OSL, Concurrency: max(users, 1)}
+	// serving counts engines: an attention-DP worker is dp of them.
 	if d.mode == "agg" {
-		return serving.Aggregated(d.agg.w, d.w, wl, serving.Options{})
+		return serving.Aggregated(d.agg.w, d.w*max(d.agg.dp, 1), wl, serving.Options{})
 	}
-	return serving.Disaggregated(serving.Disagg{Prefill: d.pre.w, Decode: d.dec.w, PrefillWorkers: d.np,
-		DecodeWorkers: d.nd, SameDomain: d.sameDomain()}, wl, serving.Options{})
+	return serving.Disaggregated(serving.Disagg{Prefill: d.pre.w, Decode: d.dec.w, PrefillWorkers: d.np * max(d.pre.dp, 1),
+		DecodeWorkers: d.nd * max(d.dec.dp, 1), SameDomain: d.sameDomain()}, wl, serving.Options{})
 }
 
 // within reports whether a whole-deployment result meets the SLO, and if

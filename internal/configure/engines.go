@@ -33,16 +33,17 @@ type Point struct {
 
 // engine is one worker configuration in one role, with its sweep.
 type engine struct {
-	kind       *kind
-	role       string // agg, prefill, decode
-	tp, pp, ep int
-	w          *perf.Worker
-	points     []Point // ascending concurrency
-	maxConc    int
-	err        error // why it cannot serve (does not fit, invalid parallelism)
+	kind *kind
+	role string // agg, prefill, decode
+	// dp > 1 makes a worker dp attention-DP ranks of tp GPUs each.
+	tp, pp, ep, dp int
+	w              *perf.Worker
+	points         []Point // ascending concurrency
+	maxConc        int
+	err            error // why it cannot serve (does not fit, invalid parallelism)
 }
 
-func (e *engine) devices() int       { return e.tp * e.pp }
+func (e *engine) devices() int       { return e.tp * e.pp * max(e.dp, 1) }
 func (e *engine) gpus() float64      { return float64(e.devices()) * e.kind.equiv }
 func (e *engine) cost() float64      { return float64(e.devices()) * e.kind.entry.PricePerHour }
 func (e *engine) deviceName() string { return e.kind.dev.Name() }
@@ -52,6 +53,9 @@ func (e *engine) label() string {
 	s := fmt.Sprintf("%s tp%d", e.deviceName(), e.tp)
 	if e.pp > 1 {
 		s += fmt.Sprintf(" pp%d", e.pp)
+	}
+	if e.dp > 1 {
+		s += fmt.Sprintf(" dp%d", e.dp)
 	}
 	if e.ep > 1 {
 		s += fmt.Sprintf(" ep%d", e.ep)
@@ -96,8 +100,8 @@ func resolve(env Env, r *Request) ([]*kind, []*engine, error) {
 					continue
 				}
 				cfg := base
-				cfg.Device, cfg.TP, cfg.PP, cfg.EP = k.dev, spec[0], spec[1], spec[2]
-				e := &engine{kind: k, role: role, tp: spec[0], pp: spec[1], ep: spec[2]}
+				cfg.Device, cfg.TP, cfg.PP, cfg.EP, cfg.DP = k.dev, spec[0], spec[1], spec[2], spec[3]
+				e := &engine{kind: k, role: role, tp: spec[0], pp: spec[1], ep: spec[2], dp: spec[3]}
 				e.w, e.err = perf.NewWorker(cfg, env.Params)
 				engines = append(engines, e)
 			}
@@ -106,16 +110,26 @@ func resolve(env Env, r *Request) ([]*kind, []*engine, error) {
 	return kinds, engines, nil
 }
 
-// parallelisms lists {tp, pp, ep} for a kind: every power-of-two TP the
-// node allows; PP across nodes only where even the largest TP does not
-// hold the model; EP = TP as an alternative for MoE models.
-func parallelisms(env Env, base perf.Config, k *kind, seq int) [][3]int {
-	var out [][3]int
+// parallelisms lists {tp, pp, ep, dp} for a kind: every power-of-two TP
+// the node allows; PP across nodes only where even the largest TP does not
+// hold the model; for MoE models EP = TP as an alternative, and attention
+// data parallelism: dp ranks of one GPU each within the node, the experts
+// over all of them (the layout the engines recommend for MLA models, and
+// the only one TensorRT-LLM's attention DP has).
+func parallelisms(env Env, base perf.Config, k *kind, seq int) [][4]int {
+	var out [][4]int
 	m := base.Model
 	for tp := 1; tp <= k.maxTP; tp *= 2 {
-		out = append(out, [3]int{tp, 1, 1})
+		out = append(out, [4]int{tp, 1, 1, 1})
 		if m.MoE != nil && tp > 1 && m.MoE.Experts%tp == 0 {
-			out = append(out, [3]int{tp, 1, tp})
+			out = append(out, [4]int{tp, 1, tp, 1})
+		}
+	}
+	if m.MoE != nil && k.dev.Whole() {
+		for dp := 2; dp <= k.maxTP; dp *= 2 {
+			if m.MoE.Experts%dp == 0 {
+				out = append(out, [4]int{1, 1, dp, dp})
+			}
 		}
 	}
 	if k.dev.Whole() && k.maxTP > 1 {
@@ -123,7 +137,7 @@ func parallelisms(env Env, base perf.Config, k *kind, seq int) [][3]int {
 		cfg.Device, cfg.TP = k.dev, k.maxTP
 		if w, err := perf.NewWorker(cfg, env.Params); err == nil && w.CheckFit(seq) != nil {
 			for pp := 2; pp*k.maxTP <= k.entry.Count && pp <= 4; pp *= 2 {
-				out = append(out, [3]int{k.maxTP, pp, 1})
+				out = append(out, [4]int{k.maxTP, pp, 1, 1})
 			}
 		}
 	}
@@ -146,10 +160,17 @@ func (e *engine) profile(r *Request) int {
 		return 0
 	}
 	cfg := e.w.Config()
-	e.maxConc = min(cfg.MaxSeqs, e.w.Memory().KVTokens/need)
+	e.maxConc = max(cfg.DP, 1) * min(cfg.MaxSeqs, e.w.Memory().KVTokens/need)
 	grid := sweepGrid
 	if e.role == "prefill" {
 		grid = prefillGrid
+		if cfg.DP > 1 {
+			// One prompt alone, then every rank's share of the queue.
+			grid = []int{1}
+			for _, c := range prefillGrid {
+				grid = append(grid, c*cfg.DP)
+			}
+		}
 	}
 	runs := 0
 	add := func(c int) (Point, error) {
@@ -213,7 +234,7 @@ func (e *engine) run(wl serving.Workload, sla SLA) (Point, error) {
 	var err error
 	switch e.role {
 	case "agg":
-		res, err = serving.Aggregated(e.w, 1, wl, serving.Options{})
+		res, err = serving.Aggregated(e.w, max(e.dp, 1), wl, serving.Options{})
 	case "prefill":
 		res, err = serving.PrefillOnly(e.w, wl, serving.Options{})
 	default:

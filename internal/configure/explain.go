@@ -13,6 +13,9 @@ func Describe(c Config) string {
 		if p.PP > 1 {
 			s += fmt.Sprintf(" pp%d", p.PP)
 		}
+		if p.DP > 1 {
+			s += fmt.Sprintf(" dp%d", p.DP)
+		}
 		if p.EP > 1 {
 			s += fmt.Sprintf(" ep%d", p.EP)
 		}

@@ -149,12 +149,16 @@ func (s *search) pool(e *engine, workers, batch int, capacity float64, limit str
 	if e.ep > 1 {
 		p.EP = e.ep
 	}
+	if e.dp > 1 {
+		p.DP = e.dp
+	}
 	return p
 }
 
-// promptBatch is how many prompts one prefill iteration holds.
+// promptBatch is how many prompts one prefill iteration of a worker (all
+// its ranks) holds.
 func (e *engine) promptBatch(isl int) int {
-	return max(1, min(e.maxConc, e.w.Config().MaxBatchedTokens/isl))
+	return max(1, min(e.maxConc, max(e.dp, 1)*(e.w.Config().MaxBatchedTokens/isl)))
 }
 
 // limit says what stops an engine from taking one more request at pt.

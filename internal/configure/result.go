@@ -7,6 +7,8 @@ type Pool struct {
 	TP     int    `json:"tp"`
 	PP     int    `json:"pp,omitempty"`
 	EP     int    `json:"ep,omitempty"`
+	// DP > 1 makes each worker DP attention-DP ranks of TP GPUs.
+	DP int `json:"dp,omitempty"`
 	// Workers is the number of replicas; GPUsPerWorker the devices each one claims.
 	Workers       int `json:"workers"`
 	GPUsPerWorker int `json:"gpus_per_worker"`

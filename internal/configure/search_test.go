@@ -330,3 +330,54 @@ func TestSearchNotesContext(t *testing.T) {
 		t.Errorf("isl 40000 + osl 1000: notes %q, want the context named", res.Notes)
 	}
 }
+
+// For a MoE model the search also tries attention-DP workers (ranks of
+// one GPU, the experts over all of them), and a dp candidate's figures
+// are the estimate's for the same deployment: the search counts a
+// worker's ranks as the estimate does.
+func TestAttentionDPCandidatesAgreeWithEstimate(t *testing.T) {
+	r := Request{Model: "deepseek-ai/DeepSeek-R1", Precision: "fp4", Backend: "vllm", ISL: 1024, OSL: 256,
+		SLA: SLA{TTFTms: 2000, ITLms: 50}, Pool: []PoolEntry{{Device: "b200_sxm", Count: 8}}}
+	for _, mode := range []string{"agg", "disagg"} {
+		r.Modes = []string{mode}
+		res := mustSearch(t, r)
+		var c *Config
+		for i := range res.Candidates {
+			x := &res.Candidates[i]
+			if x.Agg != nil && x.Agg.DP > 1 || x.Decode != nil && x.Decode.DP > 1 {
+				c = x
+				break
+			}
+		}
+		if c == nil {
+			t.Fatalf("%s: no attention-DP candidate among %d", mode, len(res.Candidates))
+		}
+		q := estimate.Query{Model: r.Model, GPU: "b200_sxm", Precision: r.Precision, Backend: r.Backend, Mode: mode,
+			ISL: r.ISL, OSL: r.OSL, Concurrency: c.Concurrency}
+		gpus := 0
+		if mode == "agg" {
+			q.TP, q.EP, q.DP, q.Workers = c.Agg.TP, c.Agg.EP, c.Agg.DP, c.Agg.Workers
+			gpus = c.Agg.Workers * c.Agg.GPUsPerWorker
+			if c.Agg.GPUsPerWorker != c.Agg.TP*c.Agg.DP {
+				t.Errorf("agg %s: %d GPUs a worker, want tp x dp", Describe(*c), c.Agg.GPUsPerWorker)
+			}
+		} else {
+			p, d := c.Prefill, c.Decode
+			q.PrefillTP, q.PrefillEP, q.PrefillDP, q.PrefillWorkers = p.TP, p.EP, p.DP, p.Workers
+			q.DecodeTP, q.DecodeEP, q.DecodeDP, q.DecodeWorkers = d.TP, d.EP, d.DP, d.Workers
+			gpus = p.Workers*p.GPUsPerWorker + d.Workers*d.GPUsPerWorker
+		}
+		if float64(gpus) != c.GPUs {
+			t.Errorf("%s %s: %v GPUs, the pools' workers hold %d", mode, Describe(*c), c.GPUs, gpus)
+		}
+		out, err := estimate.Run(testEnv(), q, serving.Options{})
+		if err != nil {
+			t.Fatalf("%s %s: %v", mode, Describe(*c), err)
+		}
+		if math.Abs(out.TTFTms-c.TTFTms) > 1e-6*c.TTFTms || math.Abs(out.TPOTms-c.ITLms) > 1e-6*c.ITLms ||
+			math.Abs(out.OutputTokensPerS-c.TokensPerS) > 1e-6*c.TokensPerS {
+			t.Errorf("%s %s: configure TTFT %.3f ITL %.3f tok/s %.1f, estimate %.3f %.3f %.1f", mode, Describe(*c), c.TTFTms, c.ITLms, c.TokensPerS,
+				out.TTFTms, out.TPOTms, out.OutputTokensPerS)
+		}
+	}
+}

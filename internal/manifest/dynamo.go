@@ -22,11 +22,11 @@ func DynamoArgs(backend, model string, p *configure.Pool) []string {
 	pp := max(p.PP, 1)
 	switch backend {
 	case "sglang":
-		a := []string{"python3", "-m", "dynamo.sglang", "--model-path", model, "--tp", itoa(p.TP)}
+		a := []string{"python3", "-m", "dynamo.sglang", "--model-path", model, "--tp", itoa(p.TP * ranks(p))}
 		return append(a, sglangShape(p)...)
 	case "trtllm":
-		a := []string{"python3", "-m", "dynamo.trtllm", "--model-path", model, "--tensor-parallel-size", itoa(p.TP),
-			"--pipeline-parallel-size", itoa(pp), "--max-batch-size", itoa(p.Batch)}
+		a := []string{"python3", "-m", "dynamo.trtllm", "--model-path", model, "--tensor-parallel-size", itoa(p.TP * ranks(p)),
+			"--pipeline-parallel-size", itoa(pp), "--max-batch-size", itoa(rankBatch(p))}
 		if p.EP > 1 {
 			a = append(a, "--expert-parallel-size", itoa(p.EP))
 		}
@@ -51,6 +51,9 @@ func Dynamo(c configure.Config, o Options) ([]byte, error) {
 	prefix, ok := dynamoPrefix[o.Backend]
 	if !ok {
 		return nil, fmt.Errorf("backend: %q has no Dynamo worker", o.Backend)
+	}
+	if o.Backend == "trtllm" && hasDP(c) {
+		return nil, fmt.Errorf("emit dynamo: TensorRT-LLM attention DP (%s) is turned on in the worker's engine options, which this manifest does not write; use --emit k8s, or a configuration without dp", configure.Describe(c))
 	}
 	image := o.Image
 	if image == "" {

@@ -27,13 +27,51 @@ const Emulate = "emulate"
 // cacheDir is where engines keep downloaded weights (Hugging Face's cache).
 const cacheDir = "/root/.cache/huggingface"
 
-// configDir is where extra engine configuration is mounted.
-const configDir = "/etc/gpuplane"
+// configDir is where extra engine configuration is mounted, and
+// trtllmOptionsFile the name of TensorRT-LLM's extra LLM API options there.
+const (
+	configDir         = "/etc/gpuplane"
+	trtllmOptionsFile = "llm-api-options.yaml"
+)
 
 // trtllmDisagg turns on TensorRT-LLM's KV cache transceiver for a P/D worker.
 const trtllmDisagg = "cache_transceiver_config:\n  backend: DEFAULT\n"
 
+// trtllmADP turns TensorRT-LLM's attention TP into attention DP: each of
+// the tp_size GPUs is a rank with its own requests.
+const trtllmADP = "enable_attention_dp: true\n"
+
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// hasDP reports whether any pool of c has attention-DP workers.
+func hasDP(c configure.Config) bool {
+	for _, p := range []*configure.Pool{c.Agg, c.Prefill, c.Decode} {
+		if p != nil && p.DP > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// ranks is how many attention-DP ranks a worker of p has.
+func ranks(p *configure.Pool) int { return max(p.DP, 1) }
+
+// rankBatch is the in-flight requests of one rank: the engines' batch caps
+// (vLLM's max-num-seqs, TensorRT-LLM's max_batch_size) count per rank.
+func rankBatch(p *configure.Pool) int { return (p.Batch + ranks(p) - 1) / ranks(p) }
+
+// trtllmOptions is the extra LLM API options file of a TensorRT-LLM worker
+// of p, empty when it needs none.
+func trtllmOptions(p *configure.Pool) string {
+	var s string
+	if p.Role != "agg" {
+		s += trtllmDisagg
+	}
+	if p.DP > 1 {
+		s += trtllmADP
+	}
+	return s
+}
 
 // EngineArgs is the command line of one worker of pool p.
 func EngineArgs(backend, model string, p *configure.Pool) []string {
@@ -44,16 +82,17 @@ func EngineArgs(backend, model string, p *configure.Pool) []string {
 			"--max-num-seqs", itoa(p.Batch), "--host", "0.0.0.0", "--port", itoa(Port)}
 	case "sglang":
 		a := []string{"python3", "-m", "sglang.launch_server", "--model-path", model, "--host", "0.0.0.0", "--port", itoa(Port),
-			"--tp", itoa(p.TP), "--max-running-requests", itoa(p.Batch)}
+			"--tp", itoa(p.TP * ranks(p)), "--max-running-requests", itoa(p.Batch)}
 		return append(a, sglangShape(p)...)
 	case "trtllm":
+		// With attention DP, tp_size is every GPU of the worker.
 		a := []string{"trtllm-serve", model, "--host", "0.0.0.0", "--port", itoa(Port), "--backend", "pytorch",
-			"--tp_size", itoa(p.TP), "--pp_size", itoa(pp), "--max_batch_size", itoa(p.Batch)}
+			"--tp_size", itoa(p.TP * ranks(p)), "--pp_size", itoa(pp), "--max_batch_size", itoa(rankBatch(p))}
 		if p.EP > 1 {
 			a = append(a, "--ep_size", itoa(p.EP))
 		}
-		if p.Role != "agg" {
-			a = append(a, "--extra_llm_api_options", configDir+"/disagg.yaml")
+		if trtllmOptions(p) != "" {
+			a = append(a, "--extra_llm_api_options", configDir+"/"+trtllmOptionsFile)
 		}
 		return a
 	}
@@ -67,9 +106,12 @@ func EngineArgs(backend, model string, p *configure.Pool) []string {
 // vllmShape is vLLM's parallelism and batch flags, the same for its own
 // server and Dynamo's vLLM worker.
 func vllmShape(p *configure.Pool) []string {
-	a := []string{"--tensor-parallel-size", itoa(p.TP), "--max-num-seqs", itoa(p.Batch)}
+	a := []string{"--tensor-parallel-size", itoa(p.TP), "--max-num-seqs", itoa(rankBatch(p))}
 	if p.PP > 1 {
 		a = append(a, "--pipeline-parallel-size", itoa(p.PP))
+	}
+	if p.DP > 1 {
+		a = append(a, "--data-parallel-size", itoa(p.DP))
 	}
 	if p.EP > 1 {
 		a = append(a, "--enable-expert-parallel")
@@ -77,12 +119,17 @@ func vllmShape(p *configure.Pool) []string {
 	return a
 }
 
-// sglangShape is SGLang's pipeline, expert and P/D-role flags, the same for
-// its own server and Dynamo's SGLang worker.
+// sglangShape is SGLang's pipeline, attention-DP, expert and P/D-role
+// flags, the same for its own server and Dynamo's SGLang worker. With
+// attention DP, SGLang's --tp counts every GPU of the worker and --dp
+// splits them into ranks.
 func sglangShape(p *configure.Pool) []string {
 	var a []string
 	if p.PP > 1 {
 		a = append(a, "--pp-size", itoa(p.PP))
+	}
+	if p.DP > 1 {
+		a = append(a, "--dp", itoa(p.DP), "--enable-dp-attention")
 	}
 	if p.EP > 1 {
 		a = append(a, "--ep-size", itoa(p.EP))
@@ -123,9 +170,9 @@ func (o *Options) container(p *configure.Pool) (corev1.Container, map[string]str
 		c.Env = append(c.Env, corev1.EnvVar{Name: "HF_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: o.HFTokenSecret}, Key: "HF_TOKEN", Optional: ptr.To(true)}}})
 	}
-	if o.Backend == "trtllm" && p.Role != "agg" {
+	if opts := trtllmOptions(p); o.Backend == "trtllm" && opts != "" {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: configDir, ReadOnly: true})
-		return c, map[string]string{"disagg.yaml": trtllmDisagg}
+		return c, map[string]string{trtllmOptionsFile: opts}
 	}
 	return c, nil
 }

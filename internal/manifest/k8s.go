@@ -124,6 +124,9 @@ func Objects(c configure.Config, o Options) ([]any, error) {
 	if err := o.normalise(); err != nil {
 		return nil, err
 	}
+	if o.Backend == Emulate && hasDP(c) {
+		return nil, fmt.Errorf("emit k8s: the emulated engine runs one engine a worker and cannot stand in for attention-DP workers (%s); pick a real backend, or a configuration without dp", configure.Describe(c))
+	}
 	var objs []any
 	for _, p := range []*configure.Pool{c.Agg, c.Prefill, c.Decode} {
 		if p == nil {
@@ -194,7 +197,9 @@ func (o *Options) pool(p *configure.Pool, copies int) ([]any, error) {
 	name := o.Name + "-" + p.Role
 	labels := o.labels(p.Role)
 	pp := max(p.PP, 1)
-	rct := o.claimTemplate(name+"-gpus", labels, dev, p.TP)
+	// A pod is one node's share of a worker: tp devices a pipeline stage,
+	// or all tp x dp devices of an attention-DP worker.
+	rct := o.claimTemplate(name+"-gpus", labels, dev, p.TP*ranks(p))
 	container, extra := o.container(p)
 	claimName := "gpus"
 	container.Resources.Claims = []corev1.ResourceClaim{{Name: claimName}}

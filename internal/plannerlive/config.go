@@ -26,6 +26,12 @@ type Config struct {
 		Backend   string `json:"backend,omitempty"`
 		PrefillTP int    `json:"prefillTp,omitempty"`
 		DecodeTP  int    `json:"decodeTp,omitempty"`
+		// EP and DP shape MoE workers as estimate's --ep and --dp do: a
+		// worker of dp attention-DP ranks holds tp x dp GPUs.
+		PrefillEP int `json:"prefillEp,omitempty"`
+		DecodeEP  int `json:"decodeEp,omitempty"`
+		PrefillDP int `json:"prefillDp,omitempty"`
+		DecodeDP  int `json:"decodeDp,omitempty"`
 	} `json:"engine"`
 	Metrics struct {
 		// Engine is whose metric names to read: vllm (default) or sglang.
@@ -101,24 +107,28 @@ func (c *Config) Build(env estimate.Env) (*planner.Planner, error) {
 	}
 	pc, dc := base, base
 	pc.TP, dc.TP = max(e.PrefillTP, 1), max(e.DecodeTP, 1)
+	pc.EP, dc.EP, pc.DP, dc.DP = e.PrefillEP, e.DecodeEP, e.PrefillDP, e.DecodeDP
 	pw, err := perf.NewWorker(pc, env.Params)
 	if err != nil {
-		return nil, fmt.Errorf("engine.prefillTp: %w", err)
+		return nil, fmt.Errorf("engine.prefill (tp, ep, dp): %w", err)
 	}
 	dw, err := perf.NewWorker(dc, env.Params)
 	if err != nil {
-		return nil, fmt.Errorf("engine.decodeTp: %w", err)
+		return nil, fmt.Errorf("engine.decode (tp, ep, dp): %w", err)
 	}
 	model, err := capacity.New(pw, dw, true)
 	if err != nil {
 		return nil, err
 	}
 	pcfg := c.Planner
+	// A replica is all its attention-DP ranks.
 	if pcfg.PrefillGPUs == 0 {
-		pcfg.PrefillGPUs = pc.TP
+		c := pw.Config()
+		pcfg.PrefillGPUs = c.GPUs() * c.DP
 	}
 	if pcfg.DecodeGPUs == 0 {
-		pcfg.DecodeGPUs = dc.TP
+		c := dw.Config()
+		pcfg.DecodeGPUs = c.GPUs() * c.DP
 	}
 	return planner.New(pcfg, model)
 }

@@ -59,3 +59,30 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// Attention-DP pools: a replica of dp ranks counts its tp x dp GPUs
+// against the budget, and a rank layout the model cannot take names the
+// pool.
+func TestConfigAttentionDP(t *testing.T) {
+	env := estimate.Env{Catalog: catalog.MustDefault(), Params: perf.MustDefaultParams()}
+	doc := strings.Replace(good, "engine: {model: Qwen/Qwen3-32B, gpu: h100_sxm, precision: fp8, prefillTp: 1, decodeTp: 4}",
+		"engine: {model: deepseek-ai/DeepSeek-R1, gpu: b200_sxm, precision: fp4, backend: sglang, prefillTp: 1, prefillEp: 4, prefillDp: 4, decodeTp: 1, decodeEp: 8, decodeDp: 8}", 1)
+	c, err := ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Build(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Config(); got.PrefillGPUs != 4 || got.DecodeGPUs != 8 {
+		t.Errorf("GPUs a replica: prefill %d, decode %d; want 4 and 8", got.PrefillGPUs, got.DecodeGPUs)
+	}
+	bad, err := ParseConfig([]byte(strings.Replace(doc, "decodeEp: 8", "decodeEp: 7", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Build(env); err == nil || !strings.Contains(err.Error(), "engine.decode") || !strings.Contains(err.Error(), "ep: 7") {
+		t.Errorf("decode ep 7 of dp 8: got %v, want an error naming engine.decode and ep: 7", err)
+	}
+}

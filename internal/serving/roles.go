@@ -33,17 +33,19 @@ func (s *roleSink) Finished(r *engine.Request, t float64) {
 	s.l.after(t, s.next)
 }
 
-// PrefillOnly runs Concurrency users against one prefill engine: each
-// request is a prompt of ISL tokens that finishes with its first token.
+// PrefillOnly runs Concurrency users against one prefill worker (its
+// attention-DP ranks, if any, stepping together): each request is a prompt
+// of ISL tokens that finishes with its first token.
 // TTFT includes the API server and the queue; throughput is in requests/s
 // (OutputTokensPerS counts one token a request).
 func PrefillOnly(w *perf.Worker, wl Workload, opt Options) (*Result, error) {
 	return roleRun(w, engine.Prefill, wl, opt)
 }
 
-// DecodeOnly runs Concurrency users against one decode engine: each request
-// arrives with its prompt's KV cache and generates OSL-1 more tokens. TPOT
-// is the decode step time the batch sees.
+// DecodeOnly runs Concurrency users against one decode worker (its
+// attention-DP ranks, if any, stepping together): each request arrives with
+// its prompt's KV cache and generates OSL-1 more tokens. TPOT is the decode
+// step time the batch sees.
 func DecodeOnly(w *perf.Worker, wl Workload, opt Options) (*Result, error) {
 	return roleRun(w, engine.Decode, wl, opt)
 }
@@ -54,14 +56,15 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 	}
 	cfg := w.Config()
 	mem := w.Memory()
-	res := &Result{Mode: role.String(), GPUs: cfg.GPUs(), Concurrency: wl.Concurrency, Memory: &mem, KVCacheTokens: mem.KVTokens}
+	dp := max(cfg.DP, 1)
+	res := &Result{Mode: role.String(), GPUs: cfg.GPUs() * dp, Concurrency: wl.Concurrency, Memory: &mem, KVCacheTokens: mem.KVTokens * dp}
 	need, osl := wl.ISL+wl.OSL, wl.OSL
 	if role == engine.Prefill {
 		need, osl = wl.ISL+1, 1
 	} else if wl.OSL < 2 {
 		return nil, fmt.Errorf("osl: %d; a decode engine needs at least 2 output tokens to measure", wl.OSL)
 	}
-	res.MaxConcurrency = min(cfg.MaxSeqs, mem.KVTokens/need)
+	res.MaxConcurrency = dp * min(cfg.MaxSeqs, mem.KVTokens/need)
 	if err := w.CheckFit(need); err != nil {
 		return res, err
 	}
@@ -69,14 +72,17 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 	rwl := Workload{ISL: wl.ISL, OSL: osl, Concurrency: wl.Concurrency}
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		sink := &roleSink{l: l, c: c, prefill: role == engine.Prefill}
-		e, err := engine.New(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens,
-			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}, w, sink)
+		ranks, err := engine.NewRanks(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens,
+			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}, dp, 0, w, sink)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		l.engines = append(l.engines, e)
+		l.engines = ranks
+		l.steppers = stepGroups(ranks, dp, plain)
 		var nextID int64
-		var front frontend
+		// Each rank's API server, as in Aggregated.
+		fronts := make([]frontend, dp)
+		pending := make([]int, dp)
 		service := 0.0
 		if role == engine.Prefill {
 			service = w.FrontendTime(wl.ISL)
@@ -85,9 +91,12 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 			nextID++
 			id := nextID
 			arrival := c.stamp(now)
-			l.after(front.admit(now, service), func(at float64) error {
+			i := leastLoadedWith(ranks, pending)
+			pending[i]++
+			l.after(fronts[i].admit(now, service), func(at float64) error {
+				pending[i]--
 				r := &engine.Request{ID: id, ISL: rwl.ISL, OSL: rwl.OSL}
-				if err := e.Submit(r, at); err != nil {
+				if err := ranks[i].Submit(r, at); err != nil {
 					return err
 				}
 				if role == engine.Prefill {
@@ -97,7 +106,7 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 			})
 			return nil
 		}
-		return sink.next, w, wl.Concurrency, nil
+		return sink.next, w, (wl.Concurrency + dp - 1) / dp, nil
 	}
 	if err := measure(res, build, rwl, opt); err != nil {
 		return nil, err

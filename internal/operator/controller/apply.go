@@ -34,7 +34,8 @@ const planAnnotation = "gpuplane.io/plan"
 func config(p *v1alpha1.Plan) configure.Config {
 	c := configure.Config{Mode: p.Mode}
 	for _, pp := range p.Pools {
-		pool := &configure.Pool{Role: pp.Role, Device: pp.Device, TP: int(pp.TP), Workers: int(pp.Workers), GPUsPerWorker: int(pp.TP), Batch: int(pp.Batch)}
+		pool := &configure.Pool{Role: pp.Role, Device: pp.Device, TP: int(pp.TP), PP: int(pp.PP), EP: int(pp.EP), DP: int(pp.DP),
+			Workers: int(pp.Workers), GPUsPerWorker: int(pp.TP * max(pp.PP, 1) * max(pp.DP, 1)), Batch: int(pp.Batch)}
 		switch pp.Role {
 		case "agg":
 			c.Agg = pool

@@ -193,7 +193,16 @@ func skippedText(p *devicepool.Pool) string {
 func describe(p *v1alpha1.Plan) string {
 	parts := make([]string, 0, len(p.Pools))
 	for _, pool := range p.Pools {
-		parts = append(parts, fmt.Sprintf("%s %d x %s tp%d", pool.Role, pool.Workers, pool.Device, pool.TP))
+		part := fmt.Sprintf("%s %d x %s tp%d", pool.Role, pool.Workers, pool.Device, pool.TP)
+		for _, x := range []struct {
+			name string
+			n    int32
+		}{{"pp", pool.PP}, {"dp", pool.DP}, {"ep", pool.EP}} {
+			if x.n > 1 {
+				part += fmt.Sprintf(" %s%d", x.name, x.n)
+			}
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, " + ")
 }
@@ -203,6 +212,10 @@ func planKey(p *v1alpha1.Plan) string {
 	k := p.Mode
 	for _, pool := range p.Pools {
 		k += fmt.Sprintf("|%s:%s:%d:%d", pool.Role, pool.Device, pool.TP, pool.Batch)
+		if pool.PP > 1 || pool.EP > 1 || pool.DP > 1 {
+			// Shapes only MoE and multi-node plans have; the key of others stays as it was.
+			k += fmt.Sprintf(":pp%d:ep%d:dp%d", pool.PP, pool.EP, pool.DP)
+		}
 	}
 	return k
 }

@@ -128,6 +128,8 @@ func (r *Reconciler) plannerFor(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan
 	cfg.Engine.Model, cfg.Engine.GPU, cfg.Engine.Backend = sd.Spec.Model.Name, pre.Device, plan.Backend(&sd.Spec)
 	cfg.Engine.Precision = sd.Spec.Engine.Precision
 	cfg.Engine.PrefillTP, cfg.Engine.DecodeTP = int(pre.TP), int(dec.TP)
+	cfg.Engine.PrefillEP, cfg.Engine.DecodeEP = int(pre.EP), int(dec.EP)
+	cfg.Engine.PrefillDP, cfg.Engine.DecodeDP = int(pre.DP), int(dec.DP)
 	if d := ps.ScaleDownSeconds; d != nil {
 		cfg.Planner.Cooldown, cfg.Planner.Stabilization = float64(*d), float64(*d)
 	}

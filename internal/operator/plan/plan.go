@@ -94,6 +94,7 @@ func Status(res *configure.Result) *v1alpha1.Plan {
 			p.Device += "," + pool.Device
 		}
 		p.Pools = append(p.Pools, v1alpha1.PoolPlan{Role: pool.Role, Device: pool.Device, TP: int32(pool.TP),
+			PP: int32(pool.PP), EP: int32(pool.EP), DP: int32(pool.DP),
 			Workers: int32(pool.Workers * max(c.Copies, 1)), Batch: int32(pool.Batch)})
 	}
 	return p
