@@ -63,7 +63,9 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 	}
 	f := cmd.Flags()
 	addWorkerFlags(f, &q)
-	f.IntVar(&q.MaxSeqs, "max-num-seqs", 0, "most sequences in a batch (vLLM's --max-num-seqs; default: the backend's)")
+	f.IntVar(&q.EP, "ep", 0, "expert parallelism (MoE models; must divide tp x dp)")
+	f.IntVar(&q.DP, "dp", 0, "attention-DP ranks of the worker, tp GPUs each, stepping together (vLLM's --data-parallel-size)")
+	f.IntVar(&q.MaxSeqs, "max-num-seqs", 0, "most sequences in a batch of one rank (vLLM's --max-num-seqs; default: the backend's)")
 	f.IntVar(&q.MaxBatchedTokens, "max-num-batched-tokens", 0, "token budget of one iteration (default: the backend's)")
 	f.StringVar(&cfg.Role, "role", "agg", "agg, prefill or decode")
 	f.StringVar(&cfg.ServedName, "served-model-name", "", "model name clients send (default: --model)")

@@ -354,3 +354,66 @@ func TestAbortInTheAPIServer(t *testing.T) {
 	}
 	_ = first
 }
+
+// A worker of attention-DP ranks spreads a burst over its ranks (each
+// with its own API server), steps them together and streams every
+// request to its end.
+func TestAttentionDPWorker(t *testing.T) {
+	q := query()
+	q.Model, q.GPU, q.Precision, q.TP, q.EP, q.DP = "deepseek-ai/DeepSeek-R1", "b200_sxm", "fp4", 1, 4, 4
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	srv, err := New(env(t), Config{Query: q}, prometheus.NewRegistry(), clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := srv.RT
+	var chans []<-chan int
+	for range 8 {
+		ch, err := rt.Submit(1000, 50, "length")
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans = append(chans, ch)
+	}
+	if len(rt.ranks) != 4 {
+		t.Fatalf("%d engines, want the worker's 4 ranks", len(rt.ranks))
+	}
+	for k, e := range rt.ranks {
+		if n := e.Running() + e.Waiting() + len(rt.inFront[k]); n != 2 {
+			t.Errorf("rank %d holds %d of the 8 requests, want 2", k, n)
+		}
+	}
+	last := make([]int, len(chans))
+	for range 100000 {
+		clk.add(time.Millisecond)
+		rt.advance()
+		for i, ch := range chans {
+			for more := true; more; {
+				select {
+				case n, ok := <-ch:
+					if ok {
+						last[i] = n
+					} else {
+						more = false
+					}
+				default:
+					more = false
+				}
+			}
+		}
+		if r, w, _ := rt.Stats(); r+w == 0 && len(rt.jobs) == 0 {
+			break
+		}
+	}
+	for i, n := range last {
+		if n != 50 {
+			t.Errorf("request %d ended at %d tokens, want 50", i, n)
+		}
+	}
+	// In lockstep, equally loaded ranks run the same iterations.
+	for k, e := range rt.ranks[1:] {
+		if e.Iterations != rt.ranks[0].Iterations {
+			t.Errorf("rank %d ran %d iterations, rank 0 %d", k+1, e.Iterations, rt.ranks[0].Iterations)
+		}
+	}
+}

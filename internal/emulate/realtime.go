@@ -29,17 +29,25 @@ type job struct {
 	// arrival is when the client's request came in; ready when the API
 	// server handed it to the engine (req.Arrival once submitted).
 	arrival, ready float64
+	// rank is the engine (attention-DP rank) that serves it.
+	rank int
 }
 
-// Realtime runs one engine against the wall clock: each iteration ends when
-// the performance model says it does, and every running request gets its
-// token then.
+// Realtime runs one worker's engine against the wall clock: each iteration
+// ends when the performance model says it does, and every running request
+// gets its token then. A worker of attention-DP ranks runs one engine a
+// rank, stepping together, each with its own API server (as the estimate
+// and the simulator run them); a request goes to the least loaded rank.
 type Realtime struct {
 	clock Clock
 	start time.Time
 
-	mu       sync.Mutex
-	eng      *engine.Engine
+	mu    sync.Mutex
+	ranks []*engine.Engine
+	step  interface {
+		NextEvent() float64
+		Advance()
+	}
 	role     engine.Role
 	jobs     map[int64]*job
 	nextID   int64
@@ -50,8 +58,8 @@ type Realtime struct {
 	// time before the engine sees it, as the simulator charges it; a
 	// decode worker is handed requests that already passed one.
 	front     func(isl int) float64
-	frontFree float64
-	inFront   []*job // FIFO: ready times do not decrease
+	frontFree []float64 // per rank
+	inFront   [][]*job  // per rank, FIFO: ready times do not decrease
 }
 
 // Observer receives request events (metrics).
@@ -64,15 +72,19 @@ type Observer interface {
 // NewRealtime builds the engine for worker w in role.
 func NewRealtime(w *perf.Worker, role engine.Role, clock Clock, obs Observer) (*Realtime, error) {
 	cfg, mem := w.Config(), w.Memory()
+	dp := max(cfg.DP, 1)
 	rt := &Realtime{clock: clock, start: clock(), role: role, jobs: map[int64]*job{}, wake: make(chan struct{}, 1), obs: obs,
-		capacity: mem.KVTokens}
+		capacity: mem.KVTokens, frontFree: make([]float64, dp), inFront: make([][]*job, dp)}
 	// Every iteration is an event: streaming needs each token's time.
-	eng, err := engine.New(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
-		KVTokens: mem.KVTokens, NoFastForward: true}, w, (*sink)(rt))
+	ranks, err := engine.NewRanks(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
+		KVTokens: mem.KVTokens, NoFastForward: true}, dp, w.ADPBalanceIters(), w, (*sink)(rt))
 	if err != nil {
 		return nil, err
 	}
-	rt.eng = eng
+	rt.ranks, rt.step = ranks, ranks[0]
+	if dp > 1 {
+		rt.step = engine.NewLockstep(ranks, false)
+	}
 	if role != engine.Decode {
 		rt.front = w.FrontendTime
 	}
@@ -95,28 +107,42 @@ func (rt *Realtime) Submit(isl, osl int, reason string) (<-chan int, error) {
 	if isl < 1 || osl < 1 {
 		return nil, fmt.Errorf("isl %d and osl %d must be >= 1", isl, osl)
 	}
-	if !rt.eng.Fits(isl, osl) {
+	if !rt.ranks[0].Fits(isl, osl) {
 		return nil, fmt.Errorf("%w: %d prompt + %d output tokens, the cache holds %d", ErrTooLong, isl, osl, rt.KVTokens())
 	}
 	rt.nextID++
 	now := rt.now()
-	j := &job{req: engine.Request{ID: rt.nextID, ISL: isl, OSL: osl}, tokens: make(chan int, osl+1), reason: reason, arrival: now, ready: now}
+	j := &job{req: engine.Request{ID: rt.nextID, ISL: isl, OSL: osl}, tokens: make(chan int, osl+1), reason: reason, arrival: now, ready: now,
+		rank: rt.leastLoaded()}
 	rt.jobs[j.req.ID] = j
 	if rt.front != nil {
 		if service := rt.front(isl); service > 0 {
-			rt.frontFree = max(now, rt.frontFree) + service
-			j.ready = rt.frontFree
-			rt.inFront = append(rt.inFront, j)
+			k := j.rank
+			rt.frontFree[k] = max(now, rt.frontFree[k]) + service
+			j.ready = rt.frontFree[k]
+			rt.inFront[k] = append(rt.inFront[k], j)
 			rt.nudge()
 			return j.tokens, nil
 		}
 	}
-	if err := rt.eng.Submit(&j.req, now); err != nil {
+	if err := rt.ranks[j.rank].Submit(&j.req, now); err != nil {
 		delete(rt.jobs, j.req.ID)
 		return nil, err
 	}
 	rt.nudge()
 	return j.tokens, nil
+}
+
+// leastLoaded is the rank with the fewest requests, those in its API
+// server counted.
+func (rt *Realtime) leastLoaded() int {
+	best, load := 0, -1
+	for k, e := range rt.ranks {
+		if l := e.Running() + e.Waiting() + len(rt.inFront[k]); load < 0 || l < load {
+			best, load = k, l
+		}
+	}
+	return best
 }
 
 // nudge makes Run look at the engine again (its next event moved).
@@ -132,36 +158,44 @@ func (rt *Realtime) nudge() {
 func (rt *Realtime) Abort(tokens <-chan int) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	for i, j := range rt.inFront {
-		if j.tokens == tokens {
-			// Still in the API server: it never reaches the engine.
-			rt.inFront = append(rt.inFront[:i], rt.inFront[i+1:]...)
-			delete(rt.jobs, j.req.ID)
-			close(j.tokens)
-			if rt.obs != nil {
-				rt.obs.Finished(j.req.ISL, 0, secs(rt.now()-j.arrival), "abort")
+	for k, q := range rt.inFront {
+		for i, j := range q {
+			if j.tokens == tokens {
+				// Still in the API server: it never reaches the engine.
+				rt.inFront[k] = append(q[:i], q[i+1:]...)
+				delete(rt.jobs, j.req.ID)
+				close(j.tokens)
+				if rt.obs != nil {
+					rt.obs.Finished(j.req.ISL, 0, secs(rt.now()-j.arrival), "abort")
+				}
+				return
 			}
-			return
 		}
 	}
 	for _, j := range rt.jobs {
 		if j.tokens == tokens {
 			j.reason = "abort"
-			rt.eng.Abort(&j.req, rt.now())
+			rt.ranks[j.rank].Abort(&j.req, rt.now())
 			rt.nudge()
 			return
 		}
 	}
 }
 
-// KVTokens is the engine's KV-cache capacity.
+// KVTokens is the KV-cache capacity of an engine (one rank).
 func (rt *Realtime) KVTokens() int { return rt.capacity }
 
-// Stats is the engine's state for the metrics.
+// Stats is the worker's state for the metrics: requests over its ranks,
+// and the share of their KV cache in use.
 func (rt *Realtime) Stats() (running, waiting int, kv float64) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.eng.Running(), rt.eng.Waiting(), rt.eng.KVUsed()
+	for _, e := range rt.ranks {
+		running += e.Running()
+		waiting += e.Waiting()
+		kv += e.KVUsed()
+	}
+	return running, waiting, kv / float64(len(rt.ranks))
 }
 
 // Run advances the engine in real time until ctx ends.
@@ -192,14 +226,20 @@ func (rt *Realtime) advance() float64 {
 	now := rt.now()
 	for {
 		// Engine iterations and API-server hand-offs, in time order.
-		t := rt.eng.NextEvent()
-		if len(rt.inFront) > 0 && rt.inFront[0].ready <= t {
-			j := rt.inFront[0]
+		t := rt.step.NextEvent()
+		first := -1
+		for k, q := range rt.inFront {
+			if len(q) > 0 && (first < 0 || q[0].ready < rt.inFront[first][0].ready) {
+				first = k
+			}
+		}
+		if first >= 0 && rt.inFront[first][0].ready <= t {
+			j := rt.inFront[first][0]
 			if j.ready > now {
 				return j.ready
 			}
-			rt.inFront = rt.inFront[1:]
-			if err := rt.eng.Submit(&j.req, j.ready); err != nil {
+			rt.inFront[first] = rt.inFront[first][1:]
+			if err := rt.ranks[j.rank].Submit(&j.req, j.ready); err != nil {
 				// Submit checked the cache; nothing else refuses a request.
 				delete(rt.jobs, j.req.ID)
 				close(j.tokens)
@@ -209,7 +249,7 @@ func (rt *Realtime) advance() float64 {
 		if t > now {
 			return t
 		}
-		rt.eng.Advance()
+		rt.step.Advance()
 		rt.tick(t)
 	}
 }
@@ -218,7 +258,7 @@ func (rt *Realtime) advance() float64 {
 // produced: each engine iteration yields one token per decoding sequence.
 func (rt *Realtime) tick(t float64) {
 	for _, j := range rt.jobs {
-		g := rt.eng.Generated(&j.req)
+		g := rt.ranks[j.rank].Generated(&j.req)
 		if g <= j.produced {
 			continue
 		}

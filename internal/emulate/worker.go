@@ -12,7 +12,8 @@ import (
 
 // Config describes one emulated worker.
 type Config struct {
-	// Query carries model, gpu, slice, precision, backend, tp (estimate's flags).
+	// Query carries model, gpu, slice, precision, backend, tp, ep and dp
+	// (estimate's flags): with dp, the worker is dp attention-DP ranks.
 	Query estimate.Query
 	// Role is agg, prefill or decode.
 	Role string
@@ -35,7 +36,7 @@ func New(env estimate.Env, cfg Config, reg *prometheus.Registry, clock Clock) (*
 	if err != nil {
 		return nil, err
 	}
-	base.TP, base.PP = cfg.Query.TP, cfg.Query.PP
+	base.TP, base.PP, base.EP, base.DP = cfg.Query.TP, cfg.Query.PP, cfg.Query.EP, cfg.Query.DP
 	w, err := perf.NewWorker(base, env.Params)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,8 @@ import (
 // started with each engine's own flags: vLLM counts ranks and a rank's
 // batch, SGLang counts every GPU in --tp and the ranks in --dp, and
 // TensorRT-LLM counts every GPU in tp_size and turns on attention DP in
-// its options file. What a manifest cannot express is an error.
+// its options file; the emulated engine takes estimate's flags. What a
+// manifest cannot express is an error.
 func TestAttentionDPEngineArgs(t *testing.T) {
 	c := configure.Config{Mode: "agg", Agg: &configure.Pool{Role: "agg", Device: "b200_sxm", TP: 1, EP: 8, DP: 8,
 		Workers: 1, GPUsPerWorker: 8, Batch: 2048}}
@@ -51,8 +52,12 @@ func TestAttentionDPEngineArgs(t *testing.T) {
 	if _, err := Dynamo(c, opts("trtllm", DriverGPUPlane)); err == nil || !strings.Contains(err.Error(), "attention DP") {
 		t.Errorf("dynamo trtllm with dp: got %v, want an error naming attention DP", err)
 	}
-	if _, err := Kubernetes(c, opts(Emulate, DriverGPUPlane)); err == nil || !strings.Contains(err.Error(), "attention-DP") {
-		t.Errorf("emulate with dp: got %v, want an error naming attention-DP workers", err)
+	out, err = Kubernetes(c, opts(Emulate, DriverGPUPlane))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flat := flatten(out); !strings.Contains(flat, "--tp 1 --role agg --max-num-seqs 256 ") || !strings.Contains(flat, "--ep 8 --dp 8 ") {
+		t.Errorf("emulate: no rank batch, ep and dp flags in %s", flat)
 	}
 }
 

@@ -78,8 +78,15 @@ func EngineArgs(backend, model string, p *configure.Pool) []string {
 	pp := max(p.PP, 1)
 	switch backend {
 	case Emulate:
-		return []string{"gpuplane", "emulate", "--model", model, "--gpu", p.Device, "--tp", itoa(p.TP), "--role", p.Role,
-			"--max-num-seqs", itoa(p.Batch), "--host", "0.0.0.0", "--port", itoa(Port)}
+		a := []string{"gpuplane", "emulate", "--model", model, "--gpu", p.Device, "--tp", itoa(p.TP), "--role", p.Role,
+			"--max-num-seqs", itoa(rankBatch(p)), "--host", "0.0.0.0", "--port", itoa(Port)}
+		if p.EP > 1 {
+			a = append(a, "--ep", itoa(p.EP))
+		}
+		if p.DP > 1 {
+			a = append(a, "--dp", itoa(p.DP))
+		}
+		return a
 	case "sglang":
 		a := []string{"python3", "-m", "sglang.launch_server", "--model-path", model, "--host", "0.0.0.0", "--port", itoa(Port),
 			"--tp", itoa(p.TP * ranks(p)), "--max-running-requests", itoa(p.Batch)}

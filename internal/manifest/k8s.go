@@ -124,9 +124,6 @@ func Objects(c configure.Config, o Options) ([]any, error) {
 	if err := o.normalise(); err != nil {
 		return nil, err
 	}
-	if o.Backend == Emulate && hasDP(c) {
-		return nil, fmt.Errorf("emit k8s: the emulated engine runs one engine a worker and cannot stand in for attention-DP workers (%s); pick a real backend, or a configuration without dp", configure.Describe(c))
-	}
 	var objs []any
 	for _, p := range []*configure.Pool{c.Agg, c.Prefill, c.Decode} {
 		if p == nil {
