@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/perf/perftest"
 	"github.com/gpuplane/gpuplane/internal/planner"
 	"github.com/gpuplane/gpuplane/internal/serving"
 )
@@ -97,20 +98,9 @@ func BenchmarkTick(b *testing.B) {
 // replica's ranks at the batch each holds, and its prefill TTFT at the
 // rate it says it takes is the target.
 func TestAttentionDPReplica(t *testing.T) {
-	c := catalog.MustDefault()
-	m, err := c.Model("deepseek-ai/DeepSeek-R1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := c.Device("b200_sxm", "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const dp = 4
-	w, err := perf.NewWorker(perf.Config{Model: m, Device: d, Backend: perf.SGLang, Weights: catalog.FP4, KV: catalog.FP8, TP: 1, EP: dp, DP: dp}, perf.MustDefaultParams())
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := perftest.Worker(t, "deepseek-ai/DeepSeek-R1", "b200_sxm",
+		perf.Config{Backend: perf.SGLang, Weights: catalog.FP4, KV: catalog.FP8, TP: 1, EP: dp, DP: dp})
 	cm, err := New(w, w, true)
 	if err != nil {
 		t.Fatal(err)

@@ -9,17 +9,25 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/planner"
+	"github.com/gpuplane/gpuplane/internal/plansim"
 	"github.com/gpuplane/gpuplane/internal/sharedtest"
 	"github.com/gpuplane/gpuplane/internal/sim"
 )
 
-func build(t *testing.T, body string) (*Scenario, error) {
+// load writes body to a file and loads it as a scenario.
+func load(t *testing.T, body string) (*Scenario, error) {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "s.yaml")
 	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Load(f)
+	return Load(f)
+}
+
+func build(t *testing.T, body string) (*Scenario, error) {
+	t.Helper()
+	s, err := load(t, body)
 	if err != nil {
 		return nil, err
 	}
@@ -93,21 +101,23 @@ workload: {kind: poisson, rate: {constant: 2}, isl: {fixed: 1000}, osl: {fixed: 
 slo: {ttftMs: 2000, itlMs: 100}
 durationSeconds: 60
 `
-	run := func(body string) (*sim.Summary, error) {
+	// run simulates body, under its planner when it has one.
+	run := func(body string) (*sim.Summary, []planner.Decision, error) {
 		t.Helper()
-		f := filepath.Join(t.TempDir(), "s.yaml")
-		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := Load(f)
+		s, err := load(t, body)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		sm, _, err := BuildPlanned(s, catalog.MustDefault(), perf.MustDefaultParams(), nil)
-		if err != nil {
-			return nil, err
+		sm, p, err := BuildPlanned(s, catalog.MustDefault(), perf.MustDefaultParams(), nil)
+		if err != nil || p == nil {
+			if err != nil {
+				return nil, nil, err
+			}
+			sum, err := sm.Run()
+			return sum, nil, err
 		}
-		return sm.Run()
+		decisions, sum, err := plansim.Run(sm, p)
+		return sum, decisions, err
 	}
 	for _, tc := range []struct {
 		deployment string
@@ -118,9 +128,12 @@ durationSeconds: 60
 		// The planner holds one replica of each at this light load.
 		{"deployment: {mode: disagg, prefill: {tp: 1, ep: 4, dp: 4, replicas: 1}, decode: {tp: 1, ep: 8, dp: 8, replicas: 1}}\nplanner: {intervalSeconds: 10, gpuBudget: 64}", 12},
 	} {
-		sum, err := run(head + tc.deployment)
+		sum, decisions, err := run(head + tc.deployment)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.deployment, err)
+		}
+		if strings.Contains(tc.deployment, "planner") && len(decisions) == 0 {
+			t.Errorf("%s: the planner made no decisions", tc.deployment)
 		}
 		if sum.Requests == 0 || sum.Completed != sum.Requests {
 			t.Errorf("%s: completed %d of %d", tc.deployment, sum.Completed, sum.Requests)
@@ -134,7 +147,7 @@ durationSeconds: 60
 		{"deployment: {mode: agg, agg: {tp: 1, ep: 8, dp: 0.5, replicas: 1}}", "dp"},
 		{"deployment: {mode: agg, agg: {tp: 1, ep: 8, dp: 2048, replicas: 1}}", "deployment.agg: dp: 2048"},
 	} {
-		if _, err := run(head + tc.deployment); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := run(head + tc.deployment); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error naming %q", tc.deployment, err, tc.want)
 		}
 	}

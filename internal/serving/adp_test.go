@@ -5,30 +5,19 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/perf/perftest"
 )
 
 // A TensorRT-LLM attention-DP deployment under load: the hold shows as
 // TTFT and leaves decode alone; dp 1 and a backend without a hold are
 // untouched.
 func TestADPBalanceInEstimates(t *testing.T) {
-	cat := catalog.MustDefault()
-	m, err := cat.Model("deepseek-ai/DeepSeek-R1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := cat.Device("b200_sxm", "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	run := func(be perf.Backend, dp, hold int) *Result {
 		t.Helper()
 		p := perf.MustDefaultParams().Clone()
 		p.Backends[be].ADPBalanceIters = hold
-		cfg := perf.Config{Model: m, Device: dev, Backend: be, Weights: catalog.FP4, KV: catalog.FP8, TP: 8 / dp, DP: dp, EP: 8}
-		w, err := perf.NewWorker(cfg, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := perftest.Worker(t, "deepseek-ai/DeepSeek-R1", "b200_sxm",
+			perf.Config{Backend: be, Weights: catalog.FP4, KV: catalog.FP8, TP: 8 / dp, DP: dp, EP: 8}, p)
 		res, err := Aggregated(w, dp, Workload{ISL: 1024, OSL: 1024, Concurrency: 128}, Options{Harness: Burst})
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/engine"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/perf/perftest"
 )
 
 // tokenCost is a fixed part per iteration plus a part per token.
@@ -53,22 +54,9 @@ func TestStepGroups(t *testing.T) {
 // fast-forward or step every iteration: aggregated (with and without
 // TensorRT-LLM's hold) and disaggregated pools with ranks of their own.
 func TestDPFastForwardDoesNotChangeEstimates(t *testing.T) {
-	cat := catalog.MustDefault()
-	m, err := cat.Model("deepseek-ai/DeepSeek-R1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := cat.Device("b200_sxm", "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	newWorker := func(be perf.Backend, tp, dp int) *perf.Worker {
-		t.Helper()
-		w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: be, Weights: catalog.FP4, KV: catalog.FP8, TP: tp, DP: dp, EP: tp * dp}, perf.MustDefaultParams())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
+		return perftest.Worker(t, "deepseek-ai/DeepSeek-R1", "b200_sxm",
+			perf.Config{Backend: be, Weights: catalog.FP4, KV: catalog.FP8, TP: tp, DP: dp, EP: tp * dp})
 	}
 	same := func(name string, ff, plain *Result) {
 		t.Helper()

@@ -8,6 +8,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/engine"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/perf/perftest"
 	"github.com/gpuplane/gpuplane/internal/serving"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
@@ -17,21 +18,10 @@ import (
 // hold), so users on it see the estimate's latencies; it is billed for
 // all its GPUs.
 func TestAttentionDPUsersAgreeWithEstimate(t *testing.T) {
-	c := catalog.MustDefault()
-	m, err := c.Model("deepseek-ai/DeepSeek-R1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := c.Device("b200_sxm", "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const dp, users, isl, osl = 4, 32, 1000, 200
 	for _, be := range []perf.Backend{perf.VLLM, perf.TRTLLM} {
-		w, err := perf.NewWorker(perf.Config{Model: m, Device: d, Backend: be, Weights: catalog.FP4, KV: catalog.FP8, TP: 1, EP: dp, DP: dp}, perf.MustDefaultParams())
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := perftest.Worker(t, "deepseek-ai/DeepSeek-R1", "b200_sxm",
+			perf.Config{Backend: be, Weights: catalog.FP4, KV: catalog.FP8, TP: 1, EP: dp, DP: dp})
 		est, err := serving.Aggregated(w, dp, serving.Workload{ISL: isl, OSL: osl, Concurrency: users}, serving.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,5 @@
-// Package perftest holds fakes for the performance model's interfaces.
+// Package perftest holds fakes for the performance model's interfaces and
+// a helper that builds a catalog worker for tests.
 package perftest
 
 import (
