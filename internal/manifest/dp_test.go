@@ -7,22 +7,23 @@ import (
 	"github.com/gpuplane/gpuplane/internal/configure"
 )
 
-// An attention-DP worker (8 ranks of one GPU, experts over all 8) is
-// started with each engine's own flags: vLLM counts ranks and a rank's
-// batch, SGLang counts every GPU in --tp and the ranks in --dp, and
+// An attention-DP worker (8 ranks of one GPU, experts over all 8, 2,050
+// requests in flight) is started with each engine's own flags: vLLM counts
+// ranks and a rank's batch (257), SGLang counts every GPU in --tp, the
+// ranks in --dp and whole ranks' requests (8 x 257), and
 // TensorRT-LLM counts every GPU in tp_size and turns on attention DP in
 // its options file; the emulated engine takes estimate's flags. What a
 // manifest cannot express is an error.
 func TestAttentionDPEngineArgs(t *testing.T) {
 	c := configure.Config{Mode: "agg", Agg: &configure.Pool{Role: "agg", Device: "b200_sxm", TP: 1, EP: 8, DP: 8,
-		Workers: 1, GPUsPerWorker: 8, Batch: 2048}}
+		Workers: 1, GPUsPerWorker: 8, Batch: 2050}}
 	for _, tc := range []struct {
 		backend string
 		want    []string
 	}{
-		{"vllm", []string{"--tensor-parallel-size 1 ", "--max-num-seqs 256 ", "--data-parallel-size 8 ", "--enable-expert-parallel"}},
-		{"sglang", []string{"--tp 8 ", "--max-running-requests 2048 ", "--dp 8 --enable-dp-attention ", "--ep-size 8"}},
-		{"trtllm", []string{"--tp_size 8 ", "--max_batch_size 256 ", "--ep_size 8 ", "--extra_llm_api_options /etc/gpuplane/llm-api-options.yaml",
+		{"vllm", []string{"--tensor-parallel-size 1 ", "--max-num-seqs 257 ", "--data-parallel-size 8 ", "--enable-expert-parallel"}},
+		{"sglang", []string{"--tp 8 ", "--max-running-requests 2056 ", "--dp 8 --enable-dp-attention ", "--ep-size 8"}},
+		{"trtllm", []string{"--tp_size 8 ", "--max_batch_size 257 ", "--ep_size 8 ", "--extra_llm_api_options /etc/gpuplane/llm-api-options.yaml",
 			"enable_attention_dp: true"}},
 	} {
 		o := opts(tc.backend, DriverGPUPlane)
@@ -56,7 +57,7 @@ func TestAttentionDPEngineArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if flat := flatten(out); !strings.Contains(flat, "--tp 1 --role agg --max-num-seqs 256 ") || !strings.Contains(flat, "--ep 8 --dp 8 ") {
+	if flat := flatten(out); !strings.Contains(flat, "--tp 1 --role agg --max-num-seqs 257 ") || !strings.Contains(flat, "--ep 8 --dp 8 ") {
 		t.Errorf("emulate: no rank batch, ep and dp flags in %s", flat)
 	}
 }

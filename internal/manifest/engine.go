@@ -57,7 +57,9 @@ func hasDP(c configure.Config) bool {
 func ranks(p *configure.Pool) int { return max(p.DP, 1) }
 
 // rankBatch is the in-flight requests of one rank: the engines' batch caps
-// (vLLM's max-num-seqs, TensorRT-LLM's max_batch_size) count per rank.
+// (vLLM's max-num-seqs, TensorRT-LLM's max_batch_size) count per rank;
+// SGLang's max-running-requests counts the worker's and gives each rank an
+// equal share, rounded down, so it gets whole ranks' worth.
 func rankBatch(p *configure.Pool) int { return (p.Batch + ranks(p) - 1) / ranks(p) }
 
 // trtllmOptions is the extra LLM API options file of a TensorRT-LLM worker
@@ -89,7 +91,7 @@ func EngineArgs(backend, model string, p *configure.Pool) []string {
 		return a
 	case "sglang":
 		a := []string{"python3", "-m", "sglang.launch_server", "--model-path", model, "--host", "0.0.0.0", "--port", itoa(Port),
-			"--tp", itoa(p.TP * ranks(p)), "--max-running-requests", itoa(p.Batch)}
+			"--tp", itoa(p.TP * ranks(p)), "--max-running-requests", itoa(rankBatch(p) * ranks(p))}
 		return append(a, sglangShape(p)...)
 	case "trtllm":
 		// With attention DP, tp_size is every GPU of the worker.
