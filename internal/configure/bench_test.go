@@ -58,3 +58,17 @@ func BenchmarkClusterScale(b *testing.B) {
 	b.ReportMetric(large/1e6, "ms/1000-devices")
 	b.ReportMetric(large/small, "ratio")
 }
+
+// BenchmarkMoEWithDP searches DeepSeek-R1 fp4 on 8 x b200_sxm (1024/1024,
+// TTFT <= 2 s, ITL <= 50 ms), whose engines include attention-DP workers:
+// their profiles simulate thousands of users over 8 ranks.
+func BenchmarkMoEWithDP(b *testing.B) {
+	r := Request{Model: "deepseek-ai/DeepSeek-R1", Precision: "fp4", Backend: "trtllm", ISL: 1024, OSL: 1024,
+		SLA: SLA{TTFTms: 2000, ITLms: 50}, Pool: []PoolEntry{{Device: "b200_sxm", Count: 8}}}
+	var res *Result
+	for b.Loop() {
+		res = mustSearch(b, r)
+	}
+	b.ReportMetric(float64(res.CandidatesEvaluated), "candidates")
+	b.ReportMetric(float64(res.Simulations), "simulations")
+}
