@@ -166,7 +166,7 @@ func (d *deployment) prefillTTFT(rate float64) float64 {
 	if !ok {
 		return math.Inf(1)
 	}
-	return capacity.QueueTTFT(t1, s, rate/float64(d.np)) + d.transfer
+	return capacity.QueueTTFT(t1, s, rate/float64(d.np)/d.pre.ranks()) + d.transfer
 }
 
 // analyticE2E is the request latency the composition predicts.

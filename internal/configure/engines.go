@@ -280,9 +280,13 @@ func (e *engine) next(c int) (Point, bool) {
 	return Point{}, false
 }
 
-// prefillQueue is the prefill engine as a queueing server: its one-prompt
-// TTFT and its service time at the saturated rate, in ms (ok false before
-// it has been measured).
+// ranks is how many attention-DP ranks a worker of e has.
+func (e *engine) ranks() float64 { return float64(max(e.dp, 1)) }
+
+// prefillQueue is one rank of the prefill engine as a queueing server:
+// its one-prompt TTFT and its service time at the saturated rate, in ms
+// (ok false before it has been measured). The ranks of an attention-DP
+// worker are queues of their own, each taking its share of the requests.
 func (e *engine) prefillQueue() (t1, service float64, ok bool) {
 	if len(e.points) == 0 {
 		return 0, 0, false
@@ -294,17 +298,16 @@ func (e *engine) prefillQueue() (t1, service float64, ok bool) {
 	if maxRate == 0 {
 		return 0, 0, false
 	}
-	return e.points[0].TTFTms, 1e3 / maxRate, true
+	return e.points[0].TTFTms, 1e3 * e.ranks() / maxRate, true
 }
 
 // prefillCapacity is the request rate one prefill worker takes while the
-// TTFT at percentile pct (0: the mean) stays within budget ms (M/D/1, see
-// capacity.QueueRateAt); 0 if
-// even one prompt misses the budget.
+// TTFT at percentile pct (0: the mean) stays within budget ms (M/D/1 a
+// rank, see capacity.QueueRateAt); 0 if even one prompt misses the budget.
 func (e *engine) prefillCapacity(budgetMs, pct float64) float64 {
 	t1, s, ok := e.prefillQueue()
 	if !ok {
 		return 0
 	}
-	return capacity.QueueRateAt(t1, s, budgetMs, pct)
+	return e.ranks() * capacity.QueueRateAt(t1, s, budgetMs, pct)
 }

@@ -381,3 +381,23 @@ func TestAttentionDPCandidatesAgreeWithEstimate(t *testing.T) {
 		}
 	}
 }
+
+// An attention-DP prefill worker is dp queues, each with its share of the
+// requests, not one server dp times as fast: with the same saturated rate
+// per rank, a dp 4 worker takes 4 times what a one-rank worker takes
+// within a TTFT budget, and at 4 times the rate its TTFT is the same.
+func TestPrefillQueuePerRank(t *testing.T) {
+	one := &engine{dp: 1, points: []Point{{Concurrency: 1, TTFTms: 100, RequestsPerS: 5}, {Concurrency: 8, TTFTms: 400, RequestsPerS: 10}}}
+	four := &engine{dp: 4, points: []Point{{Concurrency: 1, TTFTms: 100, RequestsPerS: 5}, {Concurrency: 32, TTFTms: 400, RequestsPerS: 40}}}
+	for _, pct := range []float64{0, 90} {
+		c1, c4 := one.prefillCapacity(500, pct), four.prefillCapacity(500, pct)
+		if c1 <= 0 || math.Abs(c4-4*c1) > 1e-9*c4 {
+			t.Errorf("p%.0f: dp 4 takes %.3f req/s, one rank %.3f; want 4 times", pct, c4, c1)
+		}
+	}
+	d1 := &deployment{pre: one, np: 1}
+	d4 := &deployment{pre: four, np: 1}
+	if a, b := d1.prefillTTFT(6), d4.prefillTTFT(24); math.Abs(a-b) > 1e-9*a {
+		t.Errorf("TTFT %.3f ms for one rank at 6 req/s, %.3f ms for dp 4 at 24 req/s; want the same", a, b)
+	}
+}
