@@ -42,12 +42,9 @@ type Realtime struct {
 	clock Clock
 	start time.Time
 
-	mu    sync.Mutex
-	ranks []*engine.Engine
-	step  interface {
-		NextEvent() float64
-		Advance()
-	}
+	mu       sync.Mutex
+	ranks    []*engine.Engine
+	step     engine.Stepper
 	role     engine.Role
 	jobs     map[int64]*job
 	nextID   int64
@@ -76,15 +73,12 @@ func NewRealtime(w *perf.Worker, role engine.Role, clock Clock, obs Observer) (*
 	rt := &Realtime{clock: clock, start: clock(), role: role, jobs: map[int64]*job{}, wake: make(chan struct{}, 1), obs: obs,
 		capacity: mem.KVTokens, frontFree: make([]float64, dp), inFront: make([][]*job, dp)}
 	// Every iteration is an event: streaming needs each token's time.
-	ranks, err := engine.NewRanks(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
+	ranks, step, err := engine.NewRanks(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
 		KVTokens: mem.KVTokens, NoFastForward: true}, dp, w.ADPBalanceIters(), w, (*sink)(rt))
 	if err != nil {
 		return nil, err
 	}
-	rt.ranks, rt.step = ranks, ranks[0]
-	if dp > 1 {
-		rt.step = engine.NewLockstep(ranks, false)
-	}
+	rt.ranks, rt.step = ranks, step
 	if role != engine.Decode {
 		rt.front = w.FrontendTime
 	}

@@ -91,13 +91,13 @@ func (g *Balance) hold(r rankState) bool {
 }
 
 // NewRanks creates one worker's dp attention-DP ranks, each an engine of
-// cfg reporting to sink. With hold > 0 and more than one rank, an
-// aggregated worker's ranks share a Balance of hold iterations (the
-// TensorRT-LLM policy; see perf.BackendParams.ADPBalanceIters). Callers
-// step the ranks together with NewLockstep.
-func NewRanks(cfg Config, dp, hold int, cost Cost, sink Sink) ([]*Engine, error) {
+// cfg reporting to sink, and what steps them: the engine itself when dp is
+// 1, else a Lockstep. With hold > 0 and more than one rank, an aggregated
+// worker's ranks share a Balance of hold iterations (the TensorRT-LLM
+// policy; see perf.BackendParams.ADPBalanceIters).
+func NewRanks(cfg Config, dp, hold int, cost Cost, sink Sink) ([]*Engine, Stepper, error) {
 	if dp < 1 {
-		return nil, fmt.Errorf("engine: dp %d must be >= 1", dp)
+		return nil, nil, fmt.Errorf("engine: dp %d must be >= 1", dp)
 	}
 	var gate *Balance
 	if hold > 0 && dp > 1 && cfg.Role == Aggregated {
@@ -108,12 +108,15 @@ func NewRanks(cfg Config, dp, hold int, cost Cost, sink Sink) ([]*Engine, error)
 	for range dp {
 		e, err := New(cfg, cost, sink)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if gate != nil {
 			gate.Join(e)
 		}
 		ranks = append(ranks, e)
 	}
-	return ranks, nil
+	if dp == 1 {
+		return ranks, ranks[0], nil
+	}
+	return ranks, NewLockstep(ranks), nil
 }

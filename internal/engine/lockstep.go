@@ -26,10 +26,18 @@ type Lockstep struct {
 	lines []line
 }
 
-// NewLockstep groups ranks; they must not be in another group. Without
-// fastForward every iteration is one step (the plain loop tests compare with).
-func NewLockstep(ranks []*Engine, fastForward bool) *Lockstep {
-	g := &Lockstep{ranks: ranks, fastForward: fastForward}
+// Stepper is what a driver advances in time order: an engine, or a
+// worker's ranks stepping together.
+type Stepper interface {
+	NextEvent() float64
+	Advance()
+}
+
+// NewLockstep groups ranks; they must not be in another group. Ranks
+// configured NoFastForward step every iteration as one step (the plain
+// loop tests compare with).
+func NewLockstep(ranks []*Engine) *Lockstep {
+	g := &Lockstep{ranks: ranks, fastForward: !ranks[0].cfg.NoFastForward}
 	for _, r := range ranks {
 		r.group = g
 	}

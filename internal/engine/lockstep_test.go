@@ -18,13 +18,10 @@ func TestLockstepStepsRanksTogether(t *testing.T) {
 			cfg := Config{Role: Aggregated, MaxBatchedTokens: 512, MaxSeqs: 8, KVTokens: 100000, NoFastForward: !ff}
 			a, _ := New(cfg, cost, rec)
 			b, _ := New(cfg, cost, rec)
-			steps := []interface {
-				NextEvent() float64
-				Advance()
-			}{a, b}
+			steps := []Stepper{a, b}
 			if grouped {
 				steps = steps[:1]
-				steps[0] = NewLockstep([]*Engine{a, b}, ff)
+				steps[0] = NewLockstep([]*Engine{a, b})
 			}
 			if err := a.Submit(&Request{ID: 1, ISL: 10, OSL: 20}, 0); err != nil {
 				t.Fatal(err)
@@ -131,6 +128,7 @@ func TestLockstepFastForwardMatchesPlain(t *testing.T) {
 			var es []*Engine
 			for i := 0; i < ranks; i++ {
 				c := cfg
+				c.NoFastForward = !ff
 				if gated {
 					c.Gate = &holdCycle{every: 4}
 				}
@@ -140,7 +138,7 @@ func TestLockstepFastForwardMatchesPlain(t *testing.T) {
 				}
 				es = append(es, e)
 			}
-			g := NewLockstep(es, ff)
+			g := NewLockstep(es)
 			advances := 0
 			step := func() {
 				g.Advance()

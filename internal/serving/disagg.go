@@ -99,26 +99,16 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 		h := handoff{}
 		ps := &prefillSink{l: l, h: h, transfer: transfer, osl: wl.OSL}
 		ds := &decodeSink{l: l, c: c, h: h}
-		var prefill []*engine.Engine
-		for i := 0; i < d.PrefillWorkers; i++ {
-			e, err := engine.New(engine.Config{Role: engine.Prefill, MaxBatchedTokens: pc.MaxBatchedTokens,
-				MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens, NoFastForward: plain}, d.Prefill, ps)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			prefill = append(prefill, e)
-		}
-		for i := 0; i < d.DecodeWorkers; i++ {
-			e, err := engine.New(engine.Config{Role: engine.Decode, MaxBatchedTokens: dc.MaxBatchedTokens,
-				MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain}, d.Decode, ds)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			ps.decode = append(ps.decode, e)
-		}
-		l.engines = append(append(l.engines, prefill...), ps.decode...)
 		// Each pool's workers step their attention-DP ranks together.
-		l.steppers = append(stepGroups(prefill, pc.DP, plain), stepGroups(ps.decode, dc.DP, plain)...)
+		prefill, err := l.addWorkers(engine.Config{Role: engine.Prefill, MaxBatchedTokens: pc.MaxBatchedTokens,
+			MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens, NoFastForward: plain}, d.PrefillWorkers, pc.DP, 0, d.Prefill, ps)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if ps.decode, err = l.addWorkers(engine.Config{Role: engine.Decode, MaxBatchedTokens: dc.MaxBatchedTokens,
+			MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain}, d.DecodeWorkers, dc.DP, 0, d.Decode, ds); err != nil {
+			return nil, nil, 0, err
+		}
 		var nextID int64
 		fronts := make([]frontend, d.PrefillWorkers)
 		pending := make([]int, d.PrefillWorkers)

@@ -218,18 +218,11 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 	res.Fits = true
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		sink := &aggSink{l: l, c: c}
-		ec := engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
-			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}
 		// Consecutive engines are one worker's attention-DP ranks.
-		for i := 0; i < workers; i += cfg.DP {
-			ranks, err := engine.NewRanks(ec, min(cfg.DP, workers-i), w.ADPBalanceIters(), w, sink)
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			l.engines = append(l.engines, ranks...)
+		if _, err := l.addWorkers(engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
+			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}, workers, cfg.DP, w.ADPBalanceIters(), w, sink); err != nil {
+			return nil, nil, 0, err
 		}
-		// A worker's attention-DP ranks step together (see stepGroups).
-		l.steppers = stepGroups(l.engines, cfg.DP, plain)
 		var nextID int64
 		fronts := make([]frontend, workers)
 		pending := make([]int, workers)

@@ -24,29 +24,34 @@ type times struct{ first, done map[int64]float64 }
 func (s *times) FirstToken(r *engine.Request, t float64) { s.first[r.ID] = t }
 func (s *times) Finished(r *engine.Request, t float64)   { s.done[r.ID] = t }
 
-// stepGroups makes one group per worker of dp consecutive ranks, and
-// leaves engines of dp 1 to step alone.
-func TestStepGroups(t *testing.T) {
-	var es []*engine.Engine
-	for i := 0; i < 6; i++ {
-		e, err := engine.New(engine.Config{MaxBatchedTokens: 8, MaxSeqs: 1, KVTokens: 10}, tokenCost{}, &times{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		es = append(es, e)
+// addWorkers makes one group per worker of dp consecutive ranks (the last
+// worker may have fewer), and leaves engines of dp 1 to step alone.
+func TestAddWorkers(t *testing.T) {
+	cfg := engine.Config{MaxBatchedTokens: 8, MaxSeqs: 1, KVTokens: 10}
+	l := &loop{}
+	es, err := l.addWorkers(cfg, 6, 1, 0, tokenCost{}, &times{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := stepGroups(es, 1, false); len(got) != 6 || got[2] != stepper(es[2]) {
-		t.Errorf("dp 1: %d steppers, want the 6 engines", len(got))
+	if len(es) != 6 || len(l.steppers) != 6 || l.steppers[2] != engine.Stepper(es[2]) || len(l.engines) != 6 {
+		t.Errorf("dp 1: %d engines, %d steppers, want the 6 engines stepping alone", len(es), len(l.steppers))
 	}
-	got := stepGroups(es, 3, false)
-	if len(got) != 2 {
-		t.Fatalf("dp 3 over 6 engines: %d steppers, want 2 groups", len(got))
+	l = &loop{}
+	es, err = l.addWorkers(cfg, 7, 3, 0, tokenCost{}, &times{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for w, st := range got {
+	if len(es) != 7 || len(l.steppers) != 3 {
+		t.Fatalf("dp 3 over 7 engines: %d engines, %d steppers, want 7 and 3", len(es), len(l.steppers))
+	}
+	for w, st := range l.steppers[:2] {
 		g, ok := st.(*engine.Lockstep)
 		if !ok || g.Ranks() != 3 || g.Rank(0) != es[3*w] || g.Rank(2) != es[3*w+2] {
 			t.Errorf("worker %d: %+v, want engines %d-%d", w, st, 3*w, 3*w+2)
 		}
+	}
+	if l.steppers[2] != engine.Stepper(es[6]) {
+		t.Errorf("the last worker's one rank should step alone, got %+v", l.steppers[2])
 	}
 }
 

@@ -21,24 +21,32 @@ type loop struct {
 	timers  events.Queue
 	now     float64
 	done    func() bool
-	// steppers are what the loop advances: the engines, or groups of them
-	// stepping together (attention-DP ranks, see stepGroups); unset, the
-	// engines one by one.
-	steppers []stepper
+	// steppers are what the loop advances: the engines, or a worker's
+	// attention-DP ranks stepping together (see addWorkers).
+	steppers []engine.Stepper
 }
 
-// stepper is anything the loop advances in time order.
-type stepper interface {
-	NextEvent() float64
-	Advance()
+// addWorkers adds n engines of cfg as workers of dp attention-DP ranks
+// (the last one may have fewer), each worker's ranks stepping together,
+// and returns them.
+func (l *loop) addWorkers(cfg engine.Config, n, dp, hold int, cost engine.Cost, sink engine.Sink) ([]*engine.Engine, error) {
+	dp = max(dp, 1)
+	var out []*engine.Engine
+	for i := 0; i < n; i += dp {
+		ranks, step, err := engine.NewRanks(cfg, min(dp, n-i), hold, cost, sink)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ranks...)
+		l.steppers = append(l.steppers, step)
+	}
+	l.engines = append(l.engines, out...)
+	return out, nil
 }
 
 func (l *loop) after(at float64, fn func(now float64) error) { l.timers.At(at, fn) }
 
 func (l *loop) run() error {
-	if l.steppers == nil {
-		l.steppers = stepGroups(l.engines, 1, false)
-	}
 	for events := 0; !l.done(); {
 		if events > maxEvents {
 			return fmt.Errorf("estimate did not reach steady state within %d scheduling events; fewer users, shorter outputs or fewer attention-DP ranks need fewer", maxEvents)
@@ -69,7 +77,7 @@ func (l *loop) run() error {
 
 // steps is the engine advances one advance of st takes: a group advances
 // every rank.
-func steps(st stepper) int {
+func steps(st engine.Stepper) int {
 	if g, ok := st.(*engine.Lockstep); ok {
 		return g.Ranks()
 	}

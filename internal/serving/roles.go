@@ -72,13 +72,11 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 	rwl := Workload{ISL: wl.ISL, OSL: osl, Concurrency: wl.Concurrency}
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		sink := &roleSink{l: l, c: c, prefill: role == engine.Prefill}
-		ranks, err := engine.NewRanks(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens,
-			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}, dp, 0, w, sink)
+		ranks, err := l.addWorkers(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens,
+			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain}, dp, dp, 0, w, sink)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		l.engines = ranks
-		l.steppers = stepGroups(ranks, dp, plain)
 		var nextID int64
 		// Each rank's API server, as in Aggregated.
 		fronts := make([]frontend, dp)

@@ -89,7 +89,7 @@ type worker struct {
 	// ranks are the worker's engines: one, or its attention-DP ranks,
 	// which step together (step).
 	ranks    []*engine.Engine
-	step     stepper
+	step     engine.Stepper
 	readyAt  float64
 	draining bool
 	gone     bool
@@ -103,12 +103,6 @@ type worker struct {
 	frontFree []float64
 	pending   []int
 	inFront   int
-}
-
-// stepper is what Step advances: an engine, or a worker's ranks together.
-type stepper interface {
-	NextEvent() float64
-	Advance()
 }
 
 // load is what least-outstanding routing compares.
@@ -285,18 +279,14 @@ func (s *Sim) addWorker(p *pool, now, delay float64) error {
 	cfg := p.spec.Worker.Config()
 	mem := p.spec.Worker.Memory()
 	w := &worker{index: len(p.workers), pool: p, readyAt: now + delay, started: now, stopped: math.Inf(1)}
-	ranks, err := engine.NewRanks(engine.Config{Role: p.spec.Role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
+	ranks, step, err := engine.NewRanks(engine.Config{Role: p.spec.Role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
 		KVTokens: mem.KVTokens}, cfg.DP, p.spec.Worker.ADPBalanceIters(), p.spec.Worker, sinkFor{s, w})
 	if err != nil {
 		return fmt.Errorf("pool %s: %w", p.spec.Name, err)
 	}
-	w.ranks = ranks
+	w.ranks, w.step = ranks, step
 	w.frontFree = make([]float64, len(ranks))
 	w.pending = make([]int, len(ranks))
-	w.step = ranks[0]
-	if len(ranks) > 1 {
-		w.step = engine.NewLockstep(ranks, true)
-	}
 	p.workers = append(p.workers, w)
 	if delay > 0 {
 		s.after(w.readyAt, func(now float64) error { return s.flushWaiting(now) })
@@ -516,7 +506,7 @@ func (s *Sim) Step(until float64) (bool, error) {
 			}
 		}
 		next, kind := math.Inf(1), 0
-		var st stepper
+		var st engine.Stepper
 		if s.pending != nil {
 			next, kind = s.pending.At, 1
 		}
