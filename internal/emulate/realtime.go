@@ -130,13 +130,7 @@ func (rt *Realtime) Submit(isl, osl int, reason string) (<-chan int, error) {
 // leastLoaded is the rank with the fewest requests, those in its API
 // server counted.
 func (rt *Realtime) leastLoaded() int {
-	best, load := 0, -1
-	for k, e := range rt.ranks {
-		if l := e.Running() + e.Waiting() + len(rt.inFront[k]); load < 0 || l < load {
-			best, load = k, l
-		}
-	}
-	return best
+	return engine.LeastLoaded(rt.ranks, func(k int) int { return len(rt.inFront[k]) })
 }
 
 // nudge makes Run look at the engine again (its next event moved).

@@ -26,6 +26,24 @@ type Lockstep struct {
 	lines []line
 }
 
+// LeastLoaded is the index of the engine with the fewest admitted plus
+// queued requests, counting pending(i) more for engine i when pending is
+// set (requests routed to it still in its API server), so that a burst
+// spreads over the engines; ties go to the first.
+func LeastLoaded(es []*Engine, pending func(i int) int) int {
+	best, load := 0, math.MaxInt
+	for i, e := range es {
+		l := e.Running() + e.Waiting()
+		if pending != nil {
+			l += pending(i)
+		}
+		if l < load {
+			best, load = i, l
+		}
+	}
+	return best
+}
+
 // Stepper is what a driver advances in time order: an engine, or a
 // worker's ranks stepping together.
 type Stepper interface {

@@ -85,22 +85,12 @@ func steps(st engine.Stepper) int {
 }
 
 // leastLoaded picks the engine with the fewest admitted plus queued requests.
-func leastLoaded(es []*engine.Engine) int { return leastLoadedWith(es, nil) }
+func leastLoaded(es []*engine.Engine) int { return engine.LeastLoaded(es, nil) }
 
 // leastLoadedWith also counts requests routed to an engine that are still
 // in its API server (pending[i]), so a burst spreads over the engines.
 func leastLoadedWith(es []*engine.Engine, pending []int) int {
-	best, load := 0, math.MaxInt
-	for i, e := range es {
-		l := e.Running() + e.Waiting()
-		if pending != nil {
-			l += pending[i]
-		}
-		if l < load {
-			best, load = i, l
-		}
-	}
-	return best
+	return engine.LeastLoaded(es, func(i int) int { return pending[i] })
 }
 
 // frontend is an API server: one CPU thread handling requests in arrival

@@ -136,13 +136,7 @@ func (w *worker) kvUsed() float64 {
 // counting requests in its API server, as an attention-DP worker spreads
 // requests over its ranks.
 func (w *worker) rank() int {
-	best, load := 0, math.MaxInt
-	for k, e := range w.ranks {
-		if l := e.Running() + e.Waiting() + w.pending[k]; l < load {
-			best, load = k, l
-		}
-	}
-	return best
+	return engine.LeastLoaded(w.ranks, func(k int) int { return w.pending[k] })
 }
 
 type pool struct {
