@@ -70,6 +70,10 @@ type Config struct {
 // GPUs is the number of devices one worker (one attention-DP rank) uses.
 func (c *Config) GPUs() int { return c.TP * c.PP }
 
+// WorkerGPUs is the number of devices a whole worker uses: all its
+// attention-DP ranks.
+func (c *Config) WorkerGPUs() int { return c.GPUs() * max(c.DP, 1) }
+
 func (c *Config) normalise(p *Params) error {
 	if c.Model == nil || c.Device.GPU == nil {
 		return fmt.Errorf("config: model and device are required")

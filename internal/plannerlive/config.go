@@ -121,14 +121,13 @@ func (c *Config) Build(env estimate.Env) (*planner.Planner, error) {
 		return nil, err
 	}
 	pcfg := c.Planner
-	// A replica is all its attention-DP ranks.
 	if pcfg.PrefillGPUs == 0 {
 		c := pw.Config()
-		pcfg.PrefillGPUs = c.GPUs() * c.DP
+		pcfg.PrefillGPUs = c.WorkerGPUs()
 	}
 	if pcfg.DecodeGPUs == 0 {
 		c := dw.Config()
-		pcfg.DecodeGPUs = c.GPUs() * c.DP
+		pcfg.DecodeGPUs = c.WorkerGPUs()
 	}
 	return planner.New(pcfg, model)
 }

@@ -196,12 +196,11 @@ func BuildPlanned(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequ
 		cfg.StartupDelay = s.Deployment.StartupDelaySeconds
 	}
 	pc, dc := pools[0].Config(), pools[1].Config()
-	// A replica is all its attention-DP ranks.
 	if cfg.PrefillGPUs == 0 {
-		cfg.PrefillGPUs = pc.GPUs() * pc.DP
+		cfg.PrefillGPUs = pc.WorkerGPUs()
 	}
 	if cfg.DecodeGPUs == 0 {
-		cfg.DecodeGPUs = dc.GPUs() * dc.DP
+		cfg.DecodeGPUs = dc.WorkerGPUs()
 	}
 	model, err := capacity.New(pools[0], pools[1], true)
 	if err != nil {

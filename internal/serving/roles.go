@@ -57,7 +57,7 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 	cfg := w.Config()
 	mem := w.Memory()
 	dp := max(cfg.DP, 1)
-	res := &Result{Mode: role.String(), GPUs: cfg.GPUs() * dp, Concurrency: wl.Concurrency, Memory: &mem, KVCacheTokens: mem.KVTokens * dp}
+	res := &Result{Mode: role.String(), GPUs: cfg.WorkerGPUs(), Concurrency: wl.Concurrency, Memory: &mem, KVCacheTokens: mem.KVTokens * dp}
 	need, osl := wl.ISL+wl.OSL, wl.OSL
 	if role == engine.Prefill {
 		need, osl = wl.ISL+1, 1

@@ -254,8 +254,7 @@ func (r *recorder) summary(s *Sim) *Summary {
 	}
 	for _, p := range s.pools {
 		cfg := p.spec.Worker.Config()
-		// A worker is all its attention-DP ranks.
-		gpus := float64(cfg.GPUs() * cfg.DP)
+		gpus := float64(cfg.WorkerGPUs())
 		for _, w := range p.workers {
 			end := math.Min(w.stopped, s.now)
 			sum.GPUHours += gpus * math.Max(0, end-w.started) / 3600
