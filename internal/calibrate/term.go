@@ -19,6 +19,9 @@ type Term struct {
 	// parameter takes whole numbers only.
 	Max   float64
 	Whole bool
+	// Min is the least value other than 0 (the baseline) the parameter
+	// takes, where that is above 0.
+	Min float64
 	// Set writes v into one backend's parameters.
 	Set func(bp *perf.BackendParams, v float64)
 	// Source is what Params adds to the parameters' source line.
@@ -87,6 +90,9 @@ func FitTerm(env estimate.Env, cases []Case, term Term, grid []float64, by []str
 	for _, v := range grid {
 		if !(v >= 0 && v <= term.Max) {
 			return nil, fmt.Errorf("%s grid: %g %s must be in [0, %g]", term.Name, v, term.Unit, term.Max)
+		}
+		if v != 0 && v < term.Min {
+			return nil, fmt.Errorf("%s grid: %g %s must be 0 (the baseline) or at least %g", term.Name, v, term.Unit, term.Min)
 		}
 		if term.Whole && v != math.Trunc(v) {
 			return nil, fmt.Errorf("%s grid: %g is not a whole number of %s", term.Name, v, term.Unit)

@@ -20,6 +20,19 @@ type termTable struct {
 	stats        func(calibrate.Report) calibrate.Stats
 	// unit follows each value (the term's own).
 	unit string
+	// zero names the value 0 where it is not "none" (a built-in default).
+	zero string
+}
+
+// value prints v, naming 0 as the term does.
+func (t termTable) value(v float64) string {
+	if v == 0 {
+		if t.zero != "" {
+			return t.zero
+		}
+		return "none"
+	}
+	return fmt.Sprintf("%g %s", v, t.unit)
 }
 
 func (t termTable) Header() []string {
@@ -30,7 +43,7 @@ func (t termTable) Rows() [][]string {
 	row := func(name string, s calibrate.Stats, v string) []string {
 		return []string{name, fmt.Sprint(s.N), fmt.Sprint(s.Failed), pct(s.TTFTMAPE), pct(s.TPOTMAPE), v}
 	}
-	rows := [][]string{row(t.none, t.stats(t.Without), "none")}
+	rows := [][]string{row(t.none, t.stats(t.Without), t.value(0))}
 	for _, h := range t.HeldOut {
 		rows = append(rows, row("held out by "+h.By, t.stats(h.Report), "picked without the group"))
 	}
@@ -47,16 +60,16 @@ func (t termTable) Rows() [][]string {
 		verdict := "kept: better held out"
 		switch {
 		case picked == 0:
-			verdict = "none is best"
+			verdict = t.value(0) + " is best"
 		case t.Chosen[b] == 0:
 			verdict = "not kept: not better held out every way"
 		}
-		rows = append(rows, []string{fmt.Sprintf("%s: picked %g %s; loss %s", b, picked, t.unit, losses), "", "", "", "", fmt.Sprintf("%g %s (%s)", t.Chosen[b], t.unit, verdict)})
+		rows = append(rows, []string{fmt.Sprintf("%s: picked %s; loss %s", b, t.value(picked), losses), "", "", "", "", fmt.Sprintf("%s (%s)", t.value(t.Chosen[b]), verdict)})
 	}
 	for _, h := range t.HeldOut {
 		rows = append(rows, []string{"", "", "", "", "", ""})
 		for _, f := range h.Folds {
-			rows = append(rows, []string{fmt.Sprintf("fold %s %s (%s)", h.By, f.Held, f.Backend), fmt.Sprint(f.Cases), "", "", "", fmt.Sprintf("%g %s", f.Value, t.unit)})
+			rows = append(rows, []string{fmt.Sprintf("fold %s %s (%s)", h.By, f.Held, f.Backend), fmt.Sprint(f.Cases), "", "", "", t.value(f.Value)})
 		}
 	}
 	return rows

@@ -419,7 +419,39 @@ func TestCalibrateADP(t *testing.T) {
 	}
 }
 
-// termReport is what calibrate handoff and adp print with -o json.
+// calibrate pools on disaggregated runs without worker counts: a knee per
+// backend, --out writes the kept knees, the table names the built-in knee,
+// and a set without such runs is an error that says so.
+func TestCalibratePools(t *testing.T) {
+	dir, params, rep := runTermSearch(t, "pools", func(r map[string]string) bool {
+		return r["mode"] == "disagg" && r["prefill_num_workers"] == "" && r["decode_num_workers"] == "" && r["backend"] != "vllm"
+	})
+	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 || rep.HeldOut[0].By != "campaign" || len(rep.HeldOut[0].Folds) == 0 {
+		t.Fatalf("picked %v, chosen %v, held out %+v", rep.Picked, rep.Chosen, rep.HeldOut)
+	}
+	p, err := perf.LoadParams(params)
+	if err != nil {
+		t.Fatalf("--out: %v", err)
+	}
+	for b, v := range rep.Chosen {
+		if got := p.Backends[perf.Backend(b)].PoolKnee; got != v {
+			t.Errorf("written %s knee %g, chosen %g", b, got, v)
+		}
+	}
+	if !strings.Contains(p.Source, "calibrate pools") {
+		t.Errorf("source %q does not name the search", p.Source)
+	}
+	table, _, err := run(t, "calibrate", "pools", "--data", dir, "--cv", "model")
+	if err != nil || !strings.Contains(table, "built-in (3.5 x)") || !strings.Contains(table, "held out by model") {
+		t.Fatalf("table: %v\n%s", err, table)
+	}
+	none := cutCalibration(t, func(r map[string]string) bool { return r["mode"] == "agg" && r["backend"] == "vllm" })
+	if _, _, err := run(t, "calibrate", "pools", "--data", none); err == nil || !strings.Contains(err.Error(), "without worker counts") {
+		t.Errorf("no runs without worker counts: %v", err)
+	}
+}
+
+// termReport is what calibrate handoff, adp and pools print with -o json.
 type termReport struct {
 	Picked  map[string]float64 `json:"picked"`
 	Chosen  map[string]float64 `json:"chosen"`

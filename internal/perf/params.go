@@ -117,6 +117,12 @@ type BackendParams struct {
 	// layers. Chosen per backend on the measured attention-DP runs by
 	// `gpuplane calibrate adp`.
 	ADPBalanceIters int `json:"adpBalanceIters,omitempty"`
+	// PoolKnee sizes the decode pool of a disaggregated query without
+	// worker counts: an engine takes users up to the batch whose decode
+	// step lasts PoolKnee times a lone sequence's (0: DefaultPoolKnee).
+	// Chosen per backend on the measured runs without worker counts by
+	// `gpuplane calibrate pools`.
+	PoolKnee float64 `json:"poolKnee,omitempty"`
 	// FrontendPerTokenUs is the API server's CPU time per prompt token (tokenisation).
 	FrontendPerTokenUs float64 `json:"frontendPerTokenUs"`
 	// PerSeqOverheadUs is the per-sequence cost of an iteration (scheduling, sampling, detokenising).
@@ -307,6 +313,9 @@ func (p *Params) Validate() error {
 			if !(f.v >= 0 && f.v <= f.max) {
 				return fmt.Errorf("backends.%s.%s: %g must be in [0, %g]", b, f.name, f.v, f.max)
 			}
+		}
+		if bp.PoolKnee != 0 && !(bp.PoolKnee >= 1 && bp.PoolKnee <= 1000) {
+			return fmt.Errorf("backends.%s.poolKnee: %g must be 0 (the default, %g) or in [1, 1000]", b, bp.PoolKnee, DefaultPoolKnee)
 		}
 		if bp.ADPBalanceIters < 0 || bp.ADPBalanceIters > 10000 {
 			return fmt.Errorf("backends.%s.adpBalanceIters: %d must be in [0, 10000]", b, bp.ADPBalanceIters)

@@ -193,6 +193,8 @@ func TestParamsValidation(t *testing.T) {
 		"moeLayerUs":           func(p *Params) { p.Backends[VLLM].MoELayerUs = math.NaN() },
 		"handoffMs":            func(p *Params) { p.Backends[SGLang].HandoffMs = -1 },
 		"adpBalanceIters":      func(p *Params) { p.Backends[TRTLLM].ADPBalanceIters = 1 << 20 },
+		"poolKnee":             func(p *Params) { p.Backends[VLLM].PoolKnee = 0.5 },
+		"poolKnee: NaN":        func(p *Params) { p.Backends[SGLang].PoolKnee = math.NaN() },
 		"gemmCallUs.fp8": func(p *Params) {
 			p.Families[catalog.Hopper].GEMMCallUs = map[catalog.Precision]float64{catalog.FP8: -3}
 		},

@@ -264,6 +264,21 @@ func (w *Worker) FrontendTime(isl int) float64 {
 // prompt for its peers (0: it never does).
 func (w *Worker) ADPBalanceIters() int { return w.be.ADPBalanceIters }
 
+// DefaultPoolKnee is the decode knee of a backend whose parameters name
+// none: the geometric mean of the best factors on the SGLang (6) and the
+// TensorRT-LLM (2) runs without worker counts, each scored on the other
+// backend (docs/PERFORMANCE-MODEL.md).
+const DefaultPoolKnee = 3.5
+
+// PoolKnee is the factor over a lone sequence's decode step at which a
+// sized decode engine stops taking users (BackendParams.PoolKnee).
+func (w *Worker) PoolKnee() float64 {
+	if k := w.be.PoolKnee; k > 0 {
+		return k
+	}
+	return DefaultPoolKnee
+}
+
 // Config returns the normalised configuration.
 func (w *Worker) Config() Config { return w.cfg }
 

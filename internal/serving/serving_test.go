@@ -10,13 +10,19 @@ import (
 
 func worker(t testing.TB, model, gpu string, tp int) *perf.Worker {
 	t.Helper()
+	return workerWith(t, model, gpu, tp, perf.MustDefaultParams())
+}
+
+// workerWith is worker under other parameters.
+func workerWith(t testing.TB, model, gpu string, tp int, params *perf.Params) *perf.Worker {
+	t.Helper()
 	c := catalog.MustDefault()
 	m, _ := c.Model(model)
 	d, err := c.Device(gpu, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := perf.NewWorker(perf.Config{Model: m, Device: d, Backend: perf.VLLM, Weights: catalog.FP8, TP: tp}, perf.MustDefaultParams())
+	w, err := perf.NewWorker(perf.Config{Model: m, Device: d, Backend: perf.VLLM, Weights: catalog.FP8, TP: tp}, params)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,24 +53,18 @@ func PoolSizes(prefill, decode *perf.Worker, wl Workload, decodeWorkers int) (in
 	return min(ceilDiv(prefillEngines, pdp), maxSizedEngines/pdp), decodeWorkers, nil
 }
 
-// kneeFactor defines a decode engine's knee: the batch whose step takes
-// this many times a lone sequence's. Below it steps are bound by reading the
-// weights and a bigger batch is nearly free; past it each sequence adds its
-// own time, so operators stop adding users there and add engines instead.
-// 3.5 is the geometric mean of the best factors on the SGLang (6) and the
-// TensorRT-LLM (2) runs without worker counts, each scored on the other
-// backend (docs/PERFORMANCE-MODEL.md).
-const kneeFactor = 3.5
-
 // decodeKnee is the largest batch (at most limit) whose decode step stays
-// within kneeFactor of a batch of one, found by bisection since step time
-// grows with the batch.
+// within the backend's knee factor (perf.Worker.PoolKnee) of a batch of
+// one, found by bisection since step time grows with the batch. Below the
+// knee steps are bound by reading the weights and a bigger batch is nearly
+// free; past it each sequence adds its own time, so operators stop adding
+// users there and add engines instead.
 func decodeKnee(w *perf.Worker, wl Workload, limit int) int {
 	ctx := float64(wl.ISL) + float64(wl.OSL)/2
 	step := func(b int) float64 {
 		return w.StepTime(perf.Batch{DecodeSeqs: b, DecodeCtx: float64(b) * ctx, Sampled: b})
 	}
-	bound := kneeFactor * step(1)
+	bound := w.PoolKnee() * step(1)
 	lo, hi := 1, limit
 	for lo < hi {
 		mid := (lo + hi + 1) / 2

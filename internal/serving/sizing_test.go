@@ -20,9 +20,22 @@ func h200Pools(t testing.TB) (prefill, decode *perf.Worker) {
 // The sizing against a brute-force oracle: the fewest decode engines whose
 // batch stays resident and within the knee (scanned batch by batch), and
 // the fewest prefill engines whose rate covers the request rate.
+// Each knee is tried: the built-in one and factors either side of it.
 func TestPoolSizesMatchOracle(t *testing.T) {
-	pre := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 1)
-	dec := worker(t, "Qwen/Qwen3-32B", "h100_sxm", 2)
+	for _, k := range []float64{0, 1.5, 8} {
+		params := perf.MustDefaultParams().Clone()
+		params.Backends[perf.VLLM].PoolKnee = k
+		pre := workerWith(t, "Qwen/Qwen3-32B", "h100_sxm", 1, params)
+		dec := workerWith(t, "Qwen/Qwen3-32B", "h100_sxm", 2, params)
+		if want := map[bool]float64{true: perf.DefaultPoolKnee, false: k}[k == 0]; dec.PoolKnee() != want {
+			t.Fatalf("knee %g: the worker's is %g, want %g", k, dec.PoolKnee(), want)
+		}
+		poolSizesMatchOracle(t, pre, dec)
+	}
+}
+
+func poolSizesMatchOracle(t *testing.T, pre, dec *perf.Worker) {
+	t.Helper()
 	for _, wl := range []Workload{
 		{ISL: 4000, OSL: 500, Concurrency: 1},
 		{ISL: 4000, OSL: 500, Concurrency: 200},
@@ -38,7 +51,7 @@ func TestPoolSizesMatchOracle(t *testing.T) {
 		resident := min(dc.MaxSeqs, dec.Memory().KVTokens/(wl.ISL+wl.OSL))
 		knee := 1
 		for b := 1; b <= resident; b++ {
-			if decodeStep(dec, wl, b) <= kneeFactor*decodeStep(dec, wl, 1) {
+			if decodeStep(dec, wl, b) <= dec.PoolKnee()*decodeStep(dec, wl, 1) {
 				knee = b
 			}
 		}
@@ -155,4 +168,25 @@ func BenchmarkPoolSizes(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A higher knee packs more users into each decode engine, until the
+// engine's cache holds no more.
+func TestPoolKneeSizesDecode(t *testing.T) {
+	wl := Workload{ISL: 1000, OSL: 1000, Concurrency: 900}
+	var last int
+	for i, k := range []float64{1.5, 3.5, 8} {
+		params := perf.MustDefaultParams().Clone()
+		params.Backends[perf.VLLM].PoolKnee = k
+		pre := workerWith(t, "Qwen/Qwen3-32B", "h100_sxm", 1, params)
+		dec := workerWith(t, "Qwen/Qwen3-32B", "h100_sxm", 2, params)
+		_, de, err := PoolSizes(pre, dec, wl, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 && de >= last || i == 2 && de > last {
+			t.Errorf("knee %g: %d decode engines against %d at a lower knee", k, de, last)
+		}
+		last = de
+	}
 }
