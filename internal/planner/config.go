@@ -44,8 +44,13 @@ type Config struct {
 	// scale-down may not go below (default 180 s).
 	Cooldown      float64 `json:"cooldownSeconds,omitempty"`
 	Stabilization float64 `json:"stabilizationSeconds,omitempty"`
-	// QueueHigh/Low are requests waiting for their first token per prefill replica, KVHigh/Low the
-	// decode cache use, that trigger a reactive scale-up and allow a scale-down.
+	// PrefillRanks are a prefill replica's attention-DP ranks (default 1):
+	// each schedules its own prompts, so a replica of 8 ranks drains a
+	// queue 8 at a time.
+	PrefillRanks int `json:"prefillRanks,omitempty"`
+	// QueueHigh/Low are requests waiting for their first token per prefill engine (a replica's
+	// attention-DP ranks each count), KVHigh/Low the decode cache use, that trigger a reactive
+	// scale-up and allow a scale-down.
 	QueueHigh float64 `json:"queueHigh,omitempty"`
 	QueueLow  float64 `json:"queueLow,omitempty"`
 	KVHigh    float64 `json:"kvHigh,omitempty"`
@@ -81,7 +86,7 @@ func (c *Config) defaults() {
 	if c.Predictor == "" {
 		c.Predictor = PredictHolt
 	}
-	for _, v := range []*int{&c.MinPrefill, &c.MinDecode, &c.PrefillGPUs, &c.DecodeGPUs} {
+	for _, v := range []*int{&c.MinPrefill, &c.MinDecode, &c.PrefillGPUs, &c.DecodeGPUs, &c.PrefillRanks} {
 		if *v == 0 {
 			*v = 1
 		}
@@ -131,6 +136,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("planner.gpuBudget/prefillGpus/decodeGpus: budget >= 0, GPUs per replica >= 1")
 	case c.GPUBudget > 0 && c.GPUBudget < c.PrefillGPUs+c.DecodeGPUs:
 		return fmt.Errorf("planner.gpuBudget: %d cannot hold one prefill (%d GPUs) and one decode (%d GPUs) replica", c.GPUBudget, c.PrefillGPUs, c.DecodeGPUs)
+	case c.PrefillRanks < 1 || c.PrefillRanks > 1024:
+		return fmt.Errorf("planner.prefillRanks: %d must be 1 to 1024 (the attention-DP ranks of a prefill replica)", c.PrefillRanks)
 	case c.QueueLow > c.QueueHigh:
 		return fmt.Errorf("planner.queueLow: %g above queueHigh %g", c.QueueLow, c.QueueHigh)
 	case c.KVLow > c.KVHigh || !(c.KVHigh <= 1):

@@ -163,10 +163,10 @@ func (p *Planner) Tick(o Observation) Decision {
 		d.PredictedRate, d.PredictedISL, d.PredictedOSL, d.PrefillCapacity, d.DecodeCapacity))
 
 	// Reactive layer: queues and cache pressure act on what is running now.
-	queuePer := float64(o.QueueDepth) / float64(cur.Prefill)
+	queuePer := p.queuePerEngine(o.QueueDepth, cur.Prefill)
 	if queuePer > c.QueueHigh && wantP <= cur.Prefill {
 		wantP = cur.Prefill + 1
-		why = append(why, fmt.Sprintf("queue %.1f per prefill replica > %g", queuePer, c.QueueHigh))
+		why = append(why, fmt.Sprintf("queue %.1f per prefill %s > %g", queuePer, p.engineWord(), c.QueueHigh))
 	}
 	if o.KVUse > c.KVHigh && wantD <= cur.Decode {
 		wantD = cur.Decode + 1
@@ -194,6 +194,20 @@ func (p *Planner) Tick(o Observation) Decision {
 	return d
 }
 
+// queuePerEngine is the requests waiting per prefill engine: each of a
+// replica's attention-DP ranks takes prompts of its own.
+func (p *Planner) queuePerEngine(depth, replicas int) float64 {
+	return float64(depth) / float64(max(replicas, 1)*p.cfg.PrefillRanks)
+}
+
+// engineWord names what the queue is counted per in reasons.
+func (p *Planner) engineWord() string {
+	if p.cfg.PrefillRanks > 1 {
+		return "rank"
+	}
+	return "replica"
+}
+
 // need is the replicas that carry rate at capacity each (at least one).
 func need(rate, capacity float64, most int) int {
 	if rate <= 0 {
@@ -217,7 +231,7 @@ func (p *Planner) correct(o Observation, rate float64) {
 	// Latency of an overloaded pool measures its queue, not the model's
 	// error: correct only from pools working below their SLO capacity.
 	perPrefill := rate / float64(max(o.Prefill, 1))
-	calmPrefill := float64(o.QueueDepth)/float64(max(o.Prefill, 1)) <= c.QueueLow &&
+	calmPrefill := p.queuePerEngine(o.QueueDepth, o.Prefill) <= c.QueueLow &&
 		perPrefill <= p.cap.PrefillRate(isl, c.TTFTms*c.TTFTTarget, c.TTFTPercentile)
 	// Correct from the statistic the SLO judges when the engines report it.
 	ttft, pct := o.TTFTms, 0.0

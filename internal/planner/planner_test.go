@@ -106,6 +106,26 @@ func TestReactiveQueueAndKV(t *testing.T) {
 	}
 }
 
+// A queue is counted per attention-DP rank: 20 waiting on two replicas of
+// 4 ranks is 2.5 a rank, no reason to scale; on ranks of one it is 10.
+func TestQueuePerRank(t *testing.T) {
+	for _, tc := range []struct {
+		ranks, want int
+		reason      string
+	}{{1, 3, "queue 10.0 per prefill replica"}, {4, 2, ""}} {
+		p := newPlanner(t, func(c *planner.Config) { c.PrefillRanks = tc.ranks })
+		o := obs(30, 2, 2, 1)
+		o.QueueDepth = 20
+		d := p.Tick(o)
+		if d.Prefill != tc.want || (tc.reason != "") != strings.Contains(d.Reason, "queue") || !strings.Contains(d.Reason, tc.reason) {
+			t.Errorf("%d ranks a replica: %d prefill, want %d (%s)", tc.ranks, d.Prefill, tc.want, d.Reason)
+		}
+	}
+	if _, err := planner.New(planner.Config{TTFTms: 500, ITLms: 30, PrefillRanks: 5000}, fake); err == nil || !strings.Contains(err.Error(), "prefillRanks") {
+		t.Errorf("5,000 ranks: %v", err)
+	}
+}
+
 // A pool slower than the model (observed TTFT twice the expected) gets
 // its capacity corrected down, so more replicas.
 func TestCorrectionFromObservedLatency(t *testing.T) {

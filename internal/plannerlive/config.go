@@ -129,6 +129,9 @@ func (c *Config) Build(env estimate.Env) (*planner.Planner, error) {
 		c := dw.Config()
 		pcfg.DecodeGPUs = c.WorkerGPUs()
 	}
+	if pcfg.PrefillRanks == 0 {
+		pcfg.PrefillRanks = pw.Config().DP
+	}
 	return planner.New(pcfg, model)
 }
 

@@ -75,8 +75,8 @@ func TestConfigAttentionDP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Config(); got.PrefillGPUs != 4 || got.DecodeGPUs != 8 {
-		t.Errorf("GPUs a replica: prefill %d, decode %d; want 4 and 8", got.PrefillGPUs, got.DecodeGPUs)
+	if got := p.Config(); got.PrefillGPUs != 4 || got.DecodeGPUs != 8 || got.PrefillRanks != 4 {
+		t.Errorf("a replica: prefill %d GPUs in %d ranks, decode %d GPUs; want 4 in 4 and 8", got.PrefillGPUs, got.PrefillRanks, got.DecodeGPUs)
 	}
 	bad, err := ParseConfig([]byte(strings.Replace(doc, "decodeEp: 8", "decodeEp: 7", 1)))
 	if err != nil {

@@ -202,6 +202,9 @@ func BuildPlanned(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequ
 	if cfg.DecodeGPUs == 0 {
 		cfg.DecodeGPUs = dc.WorkerGPUs()
 	}
+	if cfg.PrefillRanks == 0 {
+		cfg.PrefillRanks = pc.DP
+	}
 	model, err := capacity.New(pools[0], pools[1], true)
 	if err != nil {
 		return nil, nil, err

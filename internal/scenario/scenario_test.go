@@ -116,6 +116,9 @@ durationSeconds: 60
 			sum, err := sm.Run()
 			return sum, nil, err
 		}
+		if want := s.Deployment.Prefill.DP; p.Config().PrefillRanks != max(want, 1) {
+			t.Errorf("the planner counts queues over %d ranks a prefill replica, the pool has dp %d", p.Config().PrefillRanks, want)
+		}
 		decisions, sum, err := plansim.Run(sm, p)
 		return sum, decisions, err
 	}
