@@ -451,7 +451,27 @@ func TestCalibratePools(t *testing.T) {
 	}
 }
 
-// termReport is what calibrate handoff, adp and pools print with -o json.
+// calibrate ttft-floor on MoE runs of two backends: a floor per backend,
+// --out writes the kept floors.
+func TestCalibrateTTFTFloor(t *testing.T) {
+	_, params, rep := runTermSearch(t, "ttft-floor", func(r map[string]string) bool {
+		return r["mode"] == "agg" && strings.Contains(r["model_path"], "DeepSeek") && r["backend"] != "vllm"
+	})
+	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 {
+		t.Fatalf("picked %v, chosen %v, held out %+v", rep.Picked, rep.Chosen, rep.HeldOut)
+	}
+	p, err := perf.LoadParams(params)
+	if err != nil {
+		t.Fatalf("--out: %v", err)
+	}
+	for b, v := range rep.Chosen {
+		if got := p.Backends[perf.Backend(b)].MoETTFTFloorUs; got != v {
+			t.Errorf("written %s %g us, chosen %g", b, got, v)
+		}
+	}
+}
+
+// termReport is what calibrate handoff, adp, pools and ttft-floor print with -o json.
 type termReport struct {
 	Picked  map[string]float64 `json:"picked"`
 	Chosen  map[string]float64 `json:"chosen"`

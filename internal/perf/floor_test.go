@@ -67,3 +67,24 @@ func TestMoELayerCost(t *testing.T) {
 }
 
 func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }
+
+// The TTFT floor is the MoE layers times the backend's floor per layer,
+// 0 for dense models, and no iteration's time changes with it.
+func TestTTFTFloor(t *testing.T) {
+	const floorUs = 2000
+	build := func(model string, us float64) *Worker {
+		p := MustDefaultParams().Clone()
+		p.Backends[TRTLLM].MoETTFTFloorUs = us
+		return catalogWorker(t, model, "b200_sxm", "", Config{Backend: TRTLLM, Weights: catalog.FP8, TP: 8}, p)
+	}
+	none, with := build("deepseek-ai/DeepSeek-R1", 0), build("deepseek-ai/DeepSeek-R1", floorUs)
+	if want := float64(with.Config().Model.MoELayers()) * floorUs * 1e-6; none.TTFTFloor() != 0 || !near(with.TTFTFloor(), want, 1e-12) || want == 0 {
+		t.Errorf("floor %.1f ms (%.1f ms at 0), want %.1f ms", 1e3*with.TTFTFloor(), 1e3*none.TTFTFloor(), 1e3*want)
+	}
+	if a, b := prefillStep(none, 64), prefillStep(with, 64); a != b {
+		t.Errorf("prompt step: %.3f ms with the floor, %.3f ms without", 1e3*b, 1e3*a)
+	}
+	if d := build("meta-llama/Llama-3.1-70B", floorUs).TTFTFloor(); d != 0 {
+		t.Errorf("dense model: floor %.1f ms", 1e3*d)
+	}
+}

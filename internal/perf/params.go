@@ -94,6 +94,12 @@ type BackendParams struct {
 	// a floor, not a cost added on top. Chosen per backend on measured MoE
 	// runs by `gpuplane calibrate moe`.
 	MoEPromptFloorUs float64 `json:"moePromptFloorUs,omitempty"`
+	// MoETTFTFloorUs is, per MoE layer, the least TTFT a request sees: a
+	// latency on the request's path outside the engine's iterations, which
+	// shows at light load and hides behind queueing under heavy load.
+	// Chosen per backend on measured MoE runs by `gpuplane calibrate
+	// ttft-floor`.
+	MoETTFTFloorUs float64 `json:"moeTtftFloorUs,omitempty"`
 	// MoELayerUs is a fixed cost per MoE layer of every iteration: the
 	// routing, top-k, token permutation and combine that run as kernels of
 	// their own around the fused expert GEMMs the kernel tables time.
@@ -303,7 +309,7 @@ func (p *Params) Validate() error {
 			v    float64
 			max  float64
 		}{{"stepOverheadMs", bp.StepOverheadMs, 1000}, {"prefillOverheadMs", bp.PrefillOverheadMs, 1000},
-			{"moePromptFloorUs", bp.MoEPromptFloorUs, 100000}, {"moeLayerUs", bp.MoELayerUs, 100000},
+			{"moePromptFloorUs", bp.MoEPromptFloorUs, 100000}, {"moeTtftFloorUs", bp.MoETTFTFloorUs, 100000}, {"moeLayerUs", bp.MoELayerUs, 100000},
 			{"frontendOverheadMs", bp.FrontendOverheadMs, 10000}, {"frontendPerTokenUs", bp.FrontendPerTokenUs, 1000},
 			{"handoffMs", bp.HandoffMs, 10000},
 			{"perSeqOverheadUs", bp.PerSeqOverheadUs, 100000}, {"allReduceLatencyUs", bp.AllReduceLatencyUs, 100000},

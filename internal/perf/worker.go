@@ -82,6 +82,7 @@ type Worker struct {
 	moePeak, moeBW float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
 	promptFloor    float64 // seconds: the least a prompt-carrying iteration takes (MoE models)
 	moeFixed       float64 // seconds: the MoE layers' fixed cost in every iteration
+	ttftFloor      float64 // seconds: the least TTFT of a request (MoETTFTFloorUs per MoE layer)
 
 	// Gated delta-net layers: each sequence's state per GPU (all linear
 	// layers of a stage) and the recurrent core's time per prompt token.
@@ -149,6 +150,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		w.expertSlice = m.ExpertParams()
 		w.promptFloor = float64(m.MoELayers()) * w.be.MoEPromptFloorUs * 1e-6
 		w.moeFixed = float64(m.MoELayers()) * w.be.MoELayerUs * 1e-6
+		w.ttftFloor = float64(m.MoELayers()) * w.be.MoETTFTFloorUs * 1e-6
 		w.topK = float64(m.MoE.ExpertsPerToken)
 		k, err := w.moeKernelFor(p)
 		if err != nil {
@@ -263,6 +265,10 @@ func (w *Worker) FrontendTime(isl int) float64 {
 // ADPBalanceIters is how many iterations an attention-DP rank holds a
 // prompt for its peers (0: it never does).
 func (w *Worker) ADPBalanceIters() int { return w.be.ADPBalanceIters }
+
+// TTFTFloor is the least TTFT in seconds a request to this worker's model
+// sees (BackendParams.MoETTFTFloorUs per MoE layer; 0 for dense models).
+func (w *Worker) TTFTFloor() float64 { return w.ttftFloor }
 
 // DefaultPoolKnee is the decode knee of a backend whose parameters name
 // none: the geometric mean of the best factors on the SGLang (6) and the

@@ -65,6 +65,8 @@ type collector struct {
 	tWarm, tEnd    float64
 	samples        []sample
 	stamper
+	// floor is the least TTFT a request sees (perf.Worker.TTFTFloor).
+	floor float64
 }
 
 func (c *collector) finished(r *engine.Request, first, t float64) {
@@ -82,7 +84,7 @@ func (c *collector) finishedAfterWait(r *engine.Request, first, t, wait float64)
 		return
 	}
 	c.tEnd = t
-	s := sample{ttft: first - r.Arrival, e2e: t - r.Arrival, wait: wait}
+	s := sample{ttft: max(first-r.Arrival, c.floor), e2e: t - r.Arrival, wait: wait}
 	if r.OSL > 1 {
 		s.tpot = (t - first) / float64(r.OSL-1)
 	}
@@ -101,6 +103,8 @@ type run struct {
 	window     float64
 	simSeconds float64
 	iterations int64
+	// floor is the TTFT floor the samples were taken under.
+	floor float64
 }
 
 // simulate runs one closed loop. A burst starts every user at time zero and
@@ -117,6 +121,7 @@ func simulate(build setup, wl Workload, rounds int, burst, plain, queued bool) (
 	if err != nil {
 		return run{}, err
 	}
+	c.floor = ref.TTFTFloor()
 	if burst {
 		for u := 0; u < wl.Concurrency; u++ {
 			l.after(0, next)
@@ -127,7 +132,7 @@ func simulate(build setup, wl Workload, rounds int, burst, plain, queued bool) (
 	if err := l.run(); err != nil {
 		return run{}, err
 	}
-	r := run{samples: c.samples, window: c.tEnd - c.tWarm, simSeconds: l.now}
+	r := run{samples: c.samples, window: c.tEnd - c.tWarm, simSeconds: l.now, floor: c.floor}
 	for _, e := range l.engines {
 		r.iterations += e.IterationsAt(l.now)
 	}
@@ -165,6 +170,7 @@ func measure(res *Result, build setup, wl Workload, opt Options) error {
 	}
 	samples := steady.samples
 	res.SimulatedSeconds, res.Iterations = steady.simSeconds, steady.iterations
+	res.TTFTFloorMs = steady.floor * 1e3
 	if opt.Harness != Steady {
 		first, err := simulate(build, wl, 1, true, opt.PlainLoop, queued)
 		if err != nil {

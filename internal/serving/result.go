@@ -38,6 +38,9 @@ type Result struct {
 	// HandoffFixedMs is the part of KVTransferMs that is the backend's
 	// fixed hand-off cost per request (perf.BackendParams.HandoffMs).
 	HandoffFixedMs float64 `json:"handoff_fixed_ms,omitempty"`
+	// TTFTFloorMs is the least TTFT a request sees, latency on its path
+	// outside the engine (perf.Worker.TTFTFloor); 0 when there is none.
+	TTFTFloorMs float64 `json:"ttft_floor_ms,omitempty"`
 	// DecodeWaitMs is the mean time a disaggregated request waits after its
 	// hand-off for a decode engine to take it: the step in progress, and a
 	// free slot when the pool is full (part of TTFT).

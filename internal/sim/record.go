@@ -111,6 +111,8 @@ type recorder struct {
 	curITLN                  int
 	series                   []Point
 	intervalEnd              float64
+	// ttftFloor is the least TTFT a request sees (perf.Worker.TTFTFloor).
+	ttftFloor float64
 }
 
 func newRecorder(cfg Config) *recorder {
@@ -189,7 +191,9 @@ func (r *recorder) rejected(float64) { r.rejects++ }
 
 // finished records a completed request and returns its per-request record.
 func (r *recorder) finished(q *request, t float64) Record {
-	ttft := q.first - q.arrival
+	// The TTFT floor is latency on the request's path, not engine time:
+	// it delays the first token the user sees, not the engine's work.
+	ttft := max(q.first-q.arrival, r.ttftFloor)
 	itl := 0.0
 	if q.OSL > 1 {
 		itl = (t - q.first) / float64(q.OSL-1)

@@ -225,6 +225,8 @@ func New(cfg Config, src workload.Source) (*Sim, error) {
 		}
 		p := &pool{spec: ps}
 		s.pools = append(s.pools, p)
+		// Every pool serves one model on one backend; the floor is theirs.
+		s.rec.ttftFloor = max(s.rec.ttftFloor, ps.Worker.TTFTFloor())
 		switch ps.Role {
 		case engine.Aggregated:
 			s.agg = p

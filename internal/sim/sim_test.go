@@ -8,6 +8,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/engine"
 	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/perf/perftest"
 	"github.com/gpuplane/gpuplane/internal/serving"
 	"github.com/gpuplane/gpuplane/internal/workload"
 )
@@ -305,5 +306,31 @@ func TestDisaggDecodeSlotWaitAgreesWithEstimate(t *testing.T) {
 	// Three of every four requests wait for a slot: most of the request time.
 	if sum.TTFTMeanms < 2*200*est.TPOTms {
 		t.Errorf("mean TTFT %.0f ms leaves out the wait for a decode slot (TPOT %.2f ms x 200 tokens)", sum.TTFTMeanms, est.TPOTms)
+	}
+}
+
+// The simulator applies the model's TTFT floor to each request as the
+// estimate does: a lone user of a TensorRT-LLM MoE worker sees the floor.
+func TestTTFTFloorInSimulation(t *testing.T) {
+	p := perf.MustDefaultParams().Clone()
+	p.Backends[perf.TRTLLM].MoETTFTFloorUs = 2500
+	w := perftest.Worker(t, "deepseek-ai/DeepSeek-R1", "b200_sxm", perf.Config{Backend: perf.TRTLLM, Weights: catalog.FP4, TP: 8, EP: 8}, p)
+	est, err := serving.Aggregated(w, 1, serving.Workload{ISL: 1024, OSL: 64, Concurrency: 1}, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Pools: []PoolSpec{{Name: "agg", Role: engine.Aggregated, Worker: w, Replicas: 1}},
+		Users: &Users{N: 1, ISL: workload.Fixed{N: 1024}, OSL: workload.Fixed{N: 64}, Duration: 60,
+			Think: workload.Fixed{N: 1}, Rng: rand.New(rand.NewPCG(1, 1))}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := w.TTFTFloor() * 1e3
+	if sum.Completed < 5 || math.Abs(sum.TTFTMeanms-floor) > 1e-6*floor || math.Abs(est.TTFTms-floor) > 1e-6*floor {
+		t.Errorf("%d requests: mean TTFT %.2f ms, estimate %.2f ms, floor %.2f ms", sum.Completed, sum.TTFTMeanms, est.TTFTms, floor)
 	}
 }
