@@ -31,6 +31,11 @@ type job struct {
 	arrival, ready float64
 	// rank is the engine (attention-DP rank) that serves it.
 	rank int
+	// held marks a job whose first token waits for the TTFT floor; done
+	// one that finished meanwhile, with final tokens at finishedAt.
+	held, done bool
+	final      int
+	finishedAt float64
 }
 
 // Realtime runs one worker's engine against the wall clock: each iteration
@@ -57,6 +62,11 @@ type Realtime struct {
 	front     func(isl int) float64
 	frontFree []float64 // per rank
 	inFront   [][]*job  // per rank, FIFO: ready times do not decrease
+	// floor is the least TTFT a request sees (perf.Worker.TTFTFloor):
+	// latency on its path outside the engine, so a first token made
+	// sooner is held until then (held, in arrival order).
+	floor float64
+	held  []*job
 }
 
 // Observer receives request events (metrics).
@@ -80,7 +90,8 @@ func NewRealtime(w *perf.Worker, role engine.Role, clock Clock, obs Observer) (*
 	}
 	rt.ranks, rt.step = ranks, step
 	if role != engine.Decode {
-		rt.front = w.FrontendTime
+		// A decode worker's requests passed a prefill worker's floor.
+		rt.front, rt.floor = w.FrontendTime, w.TTFTFloor()
 	}
 	return rt, nil
 }
@@ -221,6 +232,17 @@ func (rt *Realtime) advance() float64 {
 				first = k
 			}
 		}
+		if len(rt.held) > 0 {
+			// Held first tokens go out in time order with the rest.
+			r := rt.held[0].arrival + rt.floor
+			if r <= t && (first < 0 || r <= rt.inFront[first][0].ready) {
+				if r > now {
+					return r
+				}
+				rt.release(r)
+				continue
+			}
+		}
 		if first >= 0 && rt.inFront[first][0].ready <= t {
 			j := rt.inFront[first][0]
 			if j.ready > now {
@@ -250,6 +272,10 @@ func (rt *Realtime) tick(t float64) {
 		if g <= j.produced {
 			continue
 		}
+		if j.produced == 0 && t < j.arrival+rt.floor {
+			rt.hold(j)
+			continue
+		}
 		if j.produced == 0 && rt.obs != nil {
 			rt.obs.FirstToken(j.req.ISL, secs(t-j.arrival))
 		} else if rt.obs != nil {
@@ -260,6 +286,45 @@ func (rt *Realtime) tick(t float64) {
 		}
 		j.produced, j.last = g, t
 		j.tokens <- g
+	}
+}
+
+// hold keeps j's first token until the TTFT floor has passed. Jobs are
+// held in arrival order, and every one waits the same floor, so the list
+// stays in release order.
+func (rt *Realtime) hold(j *job) {
+	if j.held {
+		return
+	}
+	j.held = true
+	i := len(rt.held)
+	for i > 0 && rt.held[i-1].arrival > j.arrival {
+		i--
+	}
+	rt.held = append(rt.held, nil)
+	copy(rt.held[i+1:], rt.held[i:])
+	rt.held[i] = j
+}
+
+// release hands the first held job its tokens at t, its floor: what the
+// engine made so far, or all of them if it finished meanwhile.
+func (rt *Realtime) release(t float64) {
+	j := rt.held[0]
+	rt.held = rt.held[1:]
+	g := j.final
+	if !j.done {
+		g = rt.ranks[j.rank].Generated(&j.req)
+	}
+	if rt.obs != nil {
+		rt.obs.FirstToken(j.req.ISL, secs(t-j.arrival))
+	}
+	j.produced, j.last = g, t
+	j.tokens <- g
+	if j.done {
+		close(j.tokens)
+		if rt.obs != nil {
+			rt.obs.Finished(j.req.ISL, j.final, secs(t-j.arrival), j.reason)
+		}
 	}
 }
 
@@ -279,6 +344,11 @@ func (s *sink) Finished(r *engine.Request, t float64) {
 	final := r.OSL
 	if rt.role == engine.Prefill {
 		final = 1
+	}
+	if j.produced == 0 && t < j.arrival+rt.floor {
+		j.done, j.final, j.finishedAt = true, final, t
+		rt.hold(j)
+		return
 	}
 	if j.produced == 0 && rt.obs != nil {
 		rt.obs.FirstToken(r.ISL, secs(t-j.arrival))
