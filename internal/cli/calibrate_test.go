@@ -471,7 +471,27 @@ func TestCalibrateTTFTFloor(t *testing.T) {
 	}
 }
 
-// termReport is what calibrate handoff, adp, pools and ttft-floor print with -o json.
+// calibrate frontend on runs of two backends: a share per backend, --out
+// writes the kept shares.
+func TestCalibrateFrontend(t *testing.T) {
+	_, params, rep := runTermSearch(t, "frontend", func(r map[string]string) bool {
+		return r["mode"] == "agg" && r["backend"] != "sglang"
+	})
+	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 {
+		t.Fatalf("picked %v, chosen %v, held out %+v", rep.Picked, rep.Chosen, rep.HeldOut)
+	}
+	p, err := perf.LoadParams(params)
+	if err != nil {
+		t.Fatalf("--out: %v", err)
+	}
+	for b, v := range rep.Chosen {
+		if got := p.Backends[perf.Backend(b)].FrontendParallel; got != v {
+			t.Errorf("written %s share %g, chosen %g", b, got, v)
+		}
+	}
+}
+
+// termReport is what calibrate handoff, adp, pools, ttft-floor and frontend print with -o json.
 type termReport struct {
 	Picked  map[string]float64 `json:"picked"`
 	Chosen  map[string]float64 `json:"chosen"`

@@ -59,7 +59,7 @@ type Realtime struct {
 	// The API server (tokenizer, request handling) serves one request at a
 	// time before the engine sees it, as the simulator charges it; a
 	// decode worker is handed requests that already passed one.
-	front     func(isl int) float64
+	front     func(isl int) (parallel, serial float64)
 	frontFree []float64 // per rank
 	inFront   [][]*job  // per rank, FIFO: ready times do not decrease
 	// floor is the least TTFT a request sees (perf.Worker.TTFTFloor):
@@ -91,7 +91,7 @@ func NewRealtime(w *perf.Worker, role engine.Role, clock Clock, obs Observer) (*
 	rt.ranks, rt.step = ranks, step
 	if role != engine.Decode {
 		// A decode worker's requests passed a prefill worker's floor.
-		rt.front, rt.floor = w.FrontendTime, w.TTFTFloor()
+		rt.front, rt.floor = w.FrontendSplit, w.TTFTFloor()
 	}
 	return rt, nil
 }
@@ -121,9 +121,9 @@ func (rt *Realtime) Submit(isl, osl int, reason string) (<-chan int, error) {
 		rank: rt.leastLoaded()}
 	rt.jobs[j.req.ID] = j
 	if rt.front != nil {
-		if service := rt.front(isl); service > 0 {
+		if par, ser := rt.front(isl); par+ser > 0 {
 			k := j.rank
-			rt.frontFree[k] = max(now, rt.frontFree[k]) + service
+			rt.frontFree[k] = max(now+par, rt.frontFree[k]) + ser
 			j.ready = rt.frontFree[k]
 			rt.inFront[k] = append(rt.inFront[k], j)
 			rt.nudge()

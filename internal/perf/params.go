@@ -129,6 +129,12 @@ type BackendParams struct {
 	// Chosen per backend on the measured runs without worker counts by
 	// `gpuplane calibrate pools`.
 	PoolKnee float64 `json:"poolKnee,omitempty"`
+	// FrontendParallel is the share (0-1) of the API server's time per
+	// request that requests spend each on their own (asynchronous
+	// handling) before the part they queue for one at a time (0: all of
+	// it queues). Chosen per backend on the measured serving runs by
+	// `gpuplane calibrate frontend`.
+	FrontendParallel float64 `json:"frontendParallel,omitempty"`
 	// FrontendPerTokenUs is the API server's CPU time per prompt token (tokenisation).
 	FrontendPerTokenUs float64 `json:"frontendPerTokenUs"`
 	// PerSeqOverheadUs is the per-sequence cost of an iteration (scheduling, sampling, detokenising).
@@ -319,6 +325,9 @@ func (p *Params) Validate() error {
 			if !(f.v >= 0 && f.v <= f.max) {
 				return fmt.Errorf("backends.%s.%s: %g must be in [0, %g]", b, f.name, f.v, f.max)
 			}
+		}
+		if !(bp.FrontendParallel >= 0 && bp.FrontendParallel <= 1) {
+			return fmt.Errorf("backends.%s.frontendParallel: %g must be a share in [0, 1]", b, bp.FrontendParallel)
 		}
 		if bp.PoolKnee != 0 && !(bp.PoolKnee >= 1 && bp.PoolKnee <= 1000) {
 			return fmt.Errorf("backends.%s.poolKnee: %g must be 0 (the default, %g) or in [1, 1000]", b, bp.PoolKnee, DefaultPoolKnee)

@@ -262,6 +262,15 @@ func (w *Worker) FrontendTime(isl int) float64 {
 	return w.be.FrontendOverheadMs*1e-3 + w.be.FrontendPerTokenUs*1e-6*float64(isl)
 }
 
+// FrontendSplit is FrontendTime in two parts: what a request spends on
+// its own, in parallel with others, and then what it queues for
+// (BackendParams.FrontendParallel).
+func (w *Worker) FrontendSplit(isl int) (parallel, serial float64) {
+	t := w.FrontendTime(isl)
+	parallel = w.be.FrontendParallel * t
+	return parallel, t - parallel
+}
+
 // ADPBalanceIters is how many iterations an attention-DP rank holds a
 // prompt for its peers (0: it never does).
 func (w *Worker) ADPBalanceIters() int { return w.be.ADPBalanceIters }

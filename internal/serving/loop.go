@@ -97,9 +97,11 @@ func leastLoadedWith(es []*engine.Engine, pending []int) int {
 // order before they reach an engine. Bursts queue here.
 type frontend struct{ busyUntil float64 }
 
-// admit returns when a request arriving at now leaves the frontend.
-func (f *frontend) admit(now, service float64) float64 {
-	start := max(now, f.busyUntil)
-	f.busyUntil = start + service
+// admit returns when a request arriving at now leaves the frontend: it
+// spends parallel seconds on its own, then queues for serial seconds of
+// the server's one thread (perf.Worker.FrontendSplit).
+func (f *frontend) admit(now, parallel, serial float64) float64 {
+	start := max(now+parallel, f.busyUntil)
+	f.busyUntil = start + serial
 	return f.busyUntil
 }

@@ -81,9 +81,9 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 		// Each rank's API server, as in Aggregated.
 		fronts := make([]frontend, dp)
 		pending := make([]int, dp)
-		service := 0.0
+		var par, ser float64
 		if role == engine.Prefill {
-			service = w.FrontendTime(wl.ISL)
+			par, ser = w.FrontendSplit(wl.ISL)
 		}
 		sink.next = func(now float64) error {
 			nextID++
@@ -91,7 +91,7 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 			arrival := c.stamp(now)
 			i := leastLoadedWith(ranks, pending)
 			pending[i]++
-			l.after(fronts[i].admit(now, service), func(at float64) error {
+			l.after(fronts[i].admit(now, par, ser), func(at float64) error {
 				pending[i]--
 				r := &engine.Request{ID: id, ISL: rwl.ISL, OSL: rwl.OSL}
 				if err := ranks[i].Submit(r, at); err != nil {

@@ -376,13 +376,13 @@ func (s *Sim) dispatch(r *request, now float64) error {
 	}
 	// The worker's API server handles the request first (the same
 	// per-request time the steady-state estimate charges), then its engine.
-	service := p.spec.Worker.FrontendTime(r.ISL)
+	par, ser := p.spec.Worker.FrontendSplit(r.ISL)
 	k := w.rank()
-	if service <= 0 {
+	if par+ser <= 0 {
 		s.submit(w, k, r, now)
 		return nil
 	}
-	w.frontFree[k] = max(now, w.frontFree[k]) + service
+	w.frontFree[k] = max(now+par, w.frontFree[k]) + ser
 	w.pending[k]++
 	w.inFront++
 	s.after(w.frontFree[k], func(at float64) error {

@@ -334,3 +334,32 @@ func TestTTFTFloorInSimulation(t *testing.T) {
 		t.Errorf("%d requests: mean TTFT %.2f ms, estimate %.2f ms, floor %.2f ms", sum.Completed, sum.TTFTMeanms, est.TTFTms, floor)
 	}
 }
+
+// With all of the API server's time in parallel, a burst leaves it at
+// once: six requests at time zero are all with the engine after one
+// request's time.
+func TestAPIServerInParallel(t *testing.T) {
+	p := perf.MustDefaultParams().Clone()
+	p.Backends[perf.VLLM].FrontendParallel = 1
+	w := newWorkerWith(t, 1, 0, 0, p)
+	f := w.FrontendTime(1000)
+	cfg := agg(w, 1)
+	cfg.Users = &Users{N: 6, ISL: workload.Fixed{N: 1000}, OSL: workload.Fixed{N: 50}, Duration: 1, Rng: rand.New(rand.NewPCG(1, 1))}
+	s, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wk := s.agg.workers[0]
+	if _, err := s.Step(f / 2); err != nil {
+		t.Fatal(err)
+	}
+	if wk.inFront != 6 {
+		t.Fatalf("halfway through: %d requests in the API server, want 6", wk.inFront)
+	}
+	if _, err := s.Step(f * 1.01); err != nil {
+		t.Fatal(err)
+	}
+	if wk.inFront != 0 {
+		t.Errorf("after one request's time: %d requests still in the API server, want 0", wk.inFront)
+	}
+}

@@ -1,0 +1,39 @@
+package calibrate
+
+import (
+	"strings"
+	"testing"
+)
+
+// The API-server share search over a few runs of each backend: what it
+// keeps is what it writes, and a share outside [0, 1] is an error.
+func TestFitFrontend(t *testing.T) {
+	ds, env := loadShared(t)
+	var cases []Case
+	per := map[string]int{}
+	for _, cs := range ServingCases(ds.Cases) {
+		if k := cs.Backend; per[k] < 3 {
+			per[k]++
+			cases = append(cases, cs)
+		}
+	}
+	if len(cases) == 0 {
+		t.Skip("no serving runs in the shared data")
+	}
+	res, err := FitTerm(env, cases, FrontendTerm, []float64{0, 0.5, 1}, []string{"campaign"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Params(env.Params)
+	for b, v := range res.Chosen {
+		if p.Backends[b].FrontendParallel != v {
+			t.Errorf("written %s share %g, chose %g", b, p.Backends[b].FrontendParallel, v)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FitTerm(env, cases, FrontendTerm, []float64{0, 1.5}, []string{"campaign"}, nil); err == nil || !strings.Contains(err.Error(), "must be in [0, 1]") {
+		t.Errorf("share 1.5: %v", err)
+	}
+}
