@@ -395,24 +395,9 @@ func TestCalibrateHandoff(t *testing.T) {
 // the folds of both groupings, --out writes the kept holds, and a set
 // without attention-DP runs is an error that says so.
 func TestCalibrateADP(t *testing.T) {
-	_, params, rep := runTermSearch(t, "adp", func(r map[string]string) bool {
+	checkTermSearch(t, "adp", func(r map[string]string) bool {
 		return r["mode"] == "agg" && r["attention_dp_size"] != "" && r["attention_dp_size"] != "1"
-	})
-	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 || rep.HeldOut[0].By != "campaign" || len(rep.HeldOut[0].Folds) == 0 {
-		t.Fatalf("picked %v, chosen %v, held out %+v", rep.Picked, rep.Chosen, rep.HeldOut)
-	}
-	p, err := perf.LoadParams(params)
-	if err != nil {
-		t.Fatalf("--out: %v", err)
-	}
-	for b, v := range rep.Chosen {
-		if got := p.Backends[perf.Backend(b)].ADPBalanceIters; float64(got) != v {
-			t.Errorf("written %s %d iterations, chosen %g", b, got, v)
-		}
-	}
-	if !strings.Contains(p.Source, "calibrate adp") {
-		t.Errorf("source %q does not name the search", p.Source)
-	}
+	}, func(bp *perf.BackendParams) float64 { return float64(bp.ADPBalanceIters) })
 	none := cutCalibration(t, func(r map[string]string) bool { return r["mode"] == "disagg" && r["backend"] == "sglang" })
 	if _, _, err := run(t, "calibrate", "adp", "--data", none); err == nil || !strings.Contains(err.Error(), "no measured aggregated runs with attention data parallelism") {
 		t.Errorf("no attention-DP runs: %v", err)
@@ -423,24 +408,9 @@ func TestCalibrateADP(t *testing.T) {
 // backend, --out writes the kept knees, the table names the built-in knee,
 // and a set without such runs is an error that says so.
 func TestCalibratePools(t *testing.T) {
-	dir, params, rep := runTermSearch(t, "pools", func(r map[string]string) bool {
+	dir := checkTermSearch(t, "pools", func(r map[string]string) bool {
 		return r["mode"] == "disagg" && r["prefill_num_workers"] == "" && r["decode_num_workers"] == "" && r["backend"] != "vllm"
-	})
-	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 || rep.HeldOut[0].By != "campaign" || len(rep.HeldOut[0].Folds) == 0 {
-		t.Fatalf("picked %v, chosen %v, held out %+v", rep.Picked, rep.Chosen, rep.HeldOut)
-	}
-	p, err := perf.LoadParams(params)
-	if err != nil {
-		t.Fatalf("--out: %v", err)
-	}
-	for b, v := range rep.Chosen {
-		if got := p.Backends[perf.Backend(b)].PoolKnee; got != v {
-			t.Errorf("written %s knee %g, chosen %g", b, got, v)
-		}
-	}
-	if !strings.Contains(p.Source, "calibrate pools") {
-		t.Errorf("source %q does not name the search", p.Source)
-	}
+	}, func(bp *perf.BackendParams) float64 { return bp.PoolKnee })
 	table, _, err := run(t, "calibrate", "pools", "--data", dir, "--cv", "model")
 	if err != nil || !strings.Contains(table, "built-in (3.5 x)") || !strings.Contains(table, "held out by model") {
 		t.Fatalf("table: %v\n%s", err, table)
@@ -451,44 +421,40 @@ func TestCalibratePools(t *testing.T) {
 	}
 }
 
-// calibrate ttft-floor on MoE runs of two backends: a floor per backend,
-// --out writes the kept floors.
-func TestCalibrateTTFTFloor(t *testing.T) {
-	_, params, rep := runTermSearch(t, "ttft-floor", func(r map[string]string) bool {
+// calibrate ttft-floor on MoE runs of two backends and calibrate frontend
+// on runs of two backends: a value per backend, --out writes the kept ones.
+func TestCalibrateTTFTFloorAndFrontend(t *testing.T) {
+	checkTermSearch(t, "ttft-floor", func(r map[string]string) bool {
 		return r["mode"] == "agg" && strings.Contains(r["model_path"], "DeepSeek") && r["backend"] != "vllm"
-	})
-	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 {
-		t.Fatalf("picked %v, chosen %v, held out %+v", rep.Picked, rep.Chosen, rep.HeldOut)
-	}
-	p, err := perf.LoadParams(params)
-	if err != nil {
-		t.Fatalf("--out: %v", err)
-	}
-	for b, v := range rep.Chosen {
-		if got := p.Backends[perf.Backend(b)].MoETTFTFloorUs; got != v {
-			t.Errorf("written %s %g us, chosen %g", b, got, v)
-		}
-	}
+	}, func(bp *perf.BackendParams) float64 { return bp.MoETTFTFloorUs })
+	checkTermSearch(t, "frontend", func(r map[string]string) bool {
+		return r["mode"] == "agg" && r["backend"] != "sglang"
+	}, func(bp *perf.BackendParams) float64 { return bp.FrontendParallel })
 }
 
-// calibrate frontend on runs of two backends: a share per backend, --out
-// writes the kept shares.
-func TestCalibrateFrontend(t *testing.T) {
-	_, params, rep := runTermSearch(t, "frontend", func(r map[string]string) bool {
-		return r["mode"] == "agg" && r["backend"] != "sglang"
-	})
-	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 {
-		t.Fatalf("picked %v, chosen %v, held out %+v", rep.Picked, rep.Chosen, rep.HeldOut)
+// checkTermSearch runs a term search (runTermSearch) and checks its
+// report: a pick for each of two backends, folds held out by campaign
+// then model, and --out writing the chosen values (value reads one) under
+// a source that names the search. It returns the data folder.
+func checkTermSearch(t *testing.T, cmd string, keep func(map[string]string) bool, value func(*perf.BackendParams) float64) string {
+	t.Helper()
+	dir, params, rep := runTermSearch(t, cmd, keep)
+	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 || rep.HeldOut[0].By != "campaign" || rep.HeldOut[1].By != "model" || len(rep.HeldOut[0].Folds) == 0 {
+		t.Fatalf("%s: picked %v, chosen %v, held out %+v", cmd, rep.Picked, rep.Chosen, rep.HeldOut)
 	}
 	p, err := perf.LoadParams(params)
 	if err != nil {
-		t.Fatalf("--out: %v", err)
+		t.Fatalf("%s --out: %v", cmd, err)
 	}
 	for b, v := range rep.Chosen {
-		if got := p.Backends[perf.Backend(b)].FrontendParallel; got != v {
-			t.Errorf("written %s share %g, chosen %g", b, got, v)
+		if got := value(p.Backends[perf.Backend(b)]); got != v {
+			t.Errorf("%s: written %s %g, chosen %g", cmd, b, got, v)
 		}
 	}
+	if !strings.Contains(p.Source, "calibrate "+cmd) {
+		t.Errorf("%s: source %q does not name the search", cmd, p.Source)
+	}
+	return dir
 }
 
 // termReport is what calibrate handoff, adp, pools, ttft-floor and frontend print with -o json.
