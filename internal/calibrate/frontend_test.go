@@ -3,6 +3,8 @@ package calibrate
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // The API-server share search over a few runs of each backend: what it
@@ -24,15 +26,7 @@ func TestFitFrontend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := res.Params(env.Params)
-	for b, v := range res.Chosen {
-		if p.Backends[b].FrontendParallel != v {
-			t.Errorf("written %s share %g, chose %g", b, p.Backends[b].FrontendParallel, v)
-		}
-	}
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	checkTermWrites(t, res, env, func(bp *perf.BackendParams) float64 { return bp.FrontendParallel })
 	if _, err := FitTerm(env, cases, FrontendTerm, []float64{0, 1.5}, []string{"campaign"}, nil); err == nil || !strings.Contains(err.Error(), "must be in [0, 1]") {
 		t.Errorf("share 1.5: %v", err)
 	}

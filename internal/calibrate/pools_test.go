@@ -3,6 +3,9 @@ package calibrate
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 func TestFitPools(t *testing.T) {
@@ -37,15 +40,7 @@ func TestFitPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := res.Params(env.Params)
-	for b, v := range res.Chosen {
-		if p.Backends[b].PoolKnee != v {
-			t.Errorf("written %s knee %g, chose %g", b, p.Backends[b].PoolKnee, v)
-		}
-	}
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	checkTermWrites(t, res, env, func(bp *perf.BackendParams) float64 { return bp.PoolKnee })
 	for _, tc := range []struct {
 		grid []float64
 		want string
@@ -60,5 +55,20 @@ func TestFitPools(t *testing.T) {
 	}
 	if _, err := FitPools(env, nil, []float64{0}, []string{"model"}, nil); err == nil || !strings.Contains(err.Error(), "without worker counts") {
 		t.Errorf("no cases: %v", err)
+	}
+}
+
+// checkTermWrites checks that a term search's parameters carry the values
+// it chose (value reads one) and are valid.
+func checkTermWrites(t *testing.T, res *TermResult, env estimate.Env, value func(*perf.BackendParams) float64) {
+	t.Helper()
+	p := res.Params(env.Params)
+	for b, v := range res.Chosen {
+		if got := value(p.Backends[b]); got != v {
+			t.Errorf("written %s %g, chose %g", b, got, v)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,6 +3,8 @@ package calibrate
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // The TTFT floor search over a few MoE runs of each backend: what it
@@ -36,15 +38,7 @@ func TestFitTTFTFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := res.Params(env.Params)
-	for b, v := range res.Chosen {
-		if p.Backends[b].MoETTFTFloorUs != v {
-			t.Errorf("written %s %g us, chose %g", b, p.Backends[b].MoETTFTFloorUs, v)
-		}
-	}
-	if err := p.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	checkTermWrites(t, res, env, func(bp *perf.BackendParams) float64 { return bp.MoETTFTFloorUs })
 	d, err := FitTerm(env, dense, TTFTFloorTerm, []float64{0, 3000}, []string{"model"}, nil)
 	if err != nil {
 		t.Fatal(err)
