@@ -157,11 +157,15 @@ func (rt *Realtime) nudge() {
 func (rt *Realtime) Abort(tokens <-chan int) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	for k, q := range rt.inFront {
-		for i, j := range q {
-			if j.tokens == tokens {
-				// Still in the API server: it never reaches the engine.
-				rt.inFront[k] = append(q[:i], q[i+1:]...)
+	for _, j := range rt.jobs {
+		if j.tokens != tokens {
+			continue
+		}
+		// Still in its rank's API server: it never reaches the engine.
+		q := rt.inFront[j.rank]
+		for i, f := range q {
+			if f == j {
+				rt.inFront[j.rank] = append(q[:i], q[i+1:]...)
 				delete(rt.jobs, j.req.ID)
 				close(j.tokens)
 				if rt.obs != nil {
@@ -170,14 +174,10 @@ func (rt *Realtime) Abort(tokens <-chan int) {
 				return
 			}
 		}
-	}
-	for _, j := range rt.jobs {
-		if j.tokens == tokens {
-			j.reason = "abort"
-			rt.ranks[j.rank].Abort(&j.req, rt.now())
-			rt.nudge()
-			return
-		}
+		j.reason = "abort"
+		rt.ranks[j.rank].Abort(&j.req, rt.now())
+		rt.nudge()
+		return
 	}
 }
 
