@@ -32,10 +32,9 @@ type job struct {
 	// rank is the engine (attention-DP rank) that serves it.
 	rank int
 	// held marks a job whose first token waits for the TTFT floor; done
-	// one that finished meanwhile, with final tokens at finishedAt.
+	// one that finished meanwhile, with final tokens.
 	held, done bool
 	final      int
-	finishedAt float64
 }
 
 // Realtime runs one worker's engine against the wall clock: each iteration
@@ -59,9 +58,9 @@ type Realtime struct {
 	// The API server (tokenizer, request handling) serves one request at a
 	// time before the engine sees it, as the simulator charges it; a
 	// decode worker is handed requests that already passed one.
-	front     func(isl int) (parallel, serial float64)
-	frontFree []float64 // per rank
-	inFront   [][]*job  // per rank, FIFO: ready times do not decrease
+	front   func(isl int) (parallel, serial float64)
+	fronts  []engine.APIServer // per rank
+	inFront [][]*job           // per rank, FIFO: ready times do not decrease
 	// floor is the least TTFT a request sees (perf.Worker.TTFTFloor):
 	// latency on its path outside the engine, so a first token made
 	// sooner is held until then (held, in arrival order).
@@ -81,7 +80,7 @@ func NewRealtime(w *perf.Worker, role engine.Role, clock Clock, obs Observer) (*
 	cfg, mem := w.Config(), w.Memory()
 	dp := max(cfg.DP, 1)
 	rt := &Realtime{clock: clock, start: clock(), role: role, jobs: map[int64]*job{}, wake: make(chan struct{}, 1), obs: obs,
-		capacity: mem.KVTokens, frontFree: make([]float64, dp), inFront: make([][]*job, dp)}
+		capacity: mem.KVTokens, fronts: make([]engine.APIServer, dp), inFront: make([][]*job, dp)}
 	// Every iteration is an event: streaming needs each token's time.
 	ranks, step, err := engine.NewRanks(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
 		KVTokens: mem.KVTokens, NoFastForward: true}, dp, w.ADPBalanceIters(), w, (*sink)(rt))
@@ -123,8 +122,7 @@ func (rt *Realtime) Submit(isl, osl int, reason string) (<-chan int, error) {
 	if rt.front != nil {
 		if par, ser := rt.front(isl); par+ser > 0 {
 			k := j.rank
-			rt.frontFree[k] = max(now+par, rt.frontFree[k]) + ser
-			j.ready = rt.frontFree[k]
+			j.ready = rt.fronts[k].Admit(now, par, ser)
 			rt.inFront[k] = append(rt.inFront[k], j)
 			rt.nudge()
 			return j.tokens, nil
@@ -289,9 +287,9 @@ func (rt *Realtime) tick(t float64) {
 	}
 }
 
-// hold keeps j's first token until the TTFT floor has passed. Jobs are
-// held in arrival order, and every one waits the same floor, so the list
-// stays in release order.
+// hold keeps j's first token until the TTFT floor has passed. The list is
+// kept in arrival order (tick meets jobs in any order); every job waits
+// the same floor, so that is release order.
 func (rt *Realtime) hold(j *job) {
 	if j.held {
 		return
@@ -346,7 +344,7 @@ func (s *sink) Finished(r *engine.Request, t float64) {
 		final = 1
 	}
 	if j.produced == 0 && t < j.arrival+rt.floor {
-		j.done, j.final, j.finishedAt = true, final, t
+		j.done, j.final = true, final
 		rt.hold(j)
 		return
 	}

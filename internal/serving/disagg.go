@@ -110,7 +110,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 			return nil, nil, 0, err
 		}
 		var nextID int64
-		fronts := make([]frontend, d.PrefillWorkers)
+		fronts := make([]engine.APIServer, d.PrefillWorkers)
 		pending := make([]int, d.PrefillWorkers)
 		par, ser := d.Prefill.FrontendSplit(wl.ISL)
 		ds.next = func(now float64) error {
@@ -121,7 +121,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 			// worker, whose API server handles it before its engine.
 			i := leastLoadedWith(prefill, pending)
 			pending[i]++
-			l.after(fronts[i].admit(now, par, ser), func(at float64) error {
+			l.after(fronts[i].Admit(now, par, ser), func(at float64) error {
 				pending[i]--
 				// A prefill engine computes the prompt and the first token only.
 				r := &engine.Request{ID: id, ISL: wl.ISL, OSL: 1, Worker: i}

@@ -230,7 +230,7 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 			return nil, nil, 0, err
 		}
 		var nextID int64
-		fronts := make([]frontend, workers)
+		fronts := make([]engine.APIServer, workers)
 		pending := make([]int, workers)
 		par, ser := w.FrontendSplit(wl.ISL)
 		sink.next = func(now float64) error {
@@ -240,7 +240,7 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 			// Each worker's API server handles the request, then its engine.
 			i := leastLoadedWith(l.engines, pending)
 			pending[i]++
-			l.after(fronts[i].admit(now, par, ser), func(at float64) error {
+			l.after(fronts[i].Admit(now, par, ser), func(at float64) error {
 				pending[i]--
 				r := &engine.Request{ID: id, ISL: wl.ISL, OSL: wl.OSL, Worker: i}
 				if err := l.engines[i].Submit(r, at); err != nil {

@@ -92,16 +92,3 @@ func leastLoaded(es []*engine.Engine) int { return engine.LeastLoaded(es, nil) }
 func leastLoadedWith(es []*engine.Engine, pending []int) int {
 	return engine.LeastLoaded(es, func(i int) int { return pending[i] })
 }
-
-// frontend is an API server: one CPU thread handling requests in arrival
-// order before they reach an engine. Bursts queue here.
-type frontend struct{ busyUntil float64 }
-
-// admit returns when a request arriving at now leaves the frontend: it
-// spends parallel seconds on its own, then queues for serial seconds of
-// the server's one thread (perf.Worker.FrontendSplit).
-func (f *frontend) admit(now, parallel, serial float64) float64 {
-	start := max(now+parallel, f.busyUntil)
-	f.busyUntil = start + serial
-	return f.busyUntil
-}

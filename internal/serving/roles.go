@@ -79,7 +79,7 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 		}
 		var nextID int64
 		// Each rank's API server, as in Aggregated.
-		fronts := make([]frontend, dp)
+		fronts := make([]engine.APIServer, dp)
 		pending := make([]int, dp)
 		var par, ser float64
 		if role == engine.Prefill {
@@ -91,7 +91,7 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 			arrival := c.stamp(now)
 			i := leastLoadedWith(ranks, pending)
 			pending[i]++
-			l.after(fronts[i].admit(now, par, ser), func(at float64) error {
+			l.after(fronts[i].Admit(now, par, ser), func(at float64) error {
 				pending[i]--
 				r := &engine.Request{ID: id, ISL: rwl.ISL, OSL: rwl.OSL}
 				if err := ranks[i].Submit(r, at); err != nil {

@@ -96,13 +96,13 @@ type worker struct {
 	started  float64
 	stopped  float64
 	// Each rank's API server takes requests one at a time before its
-	// engine (tokenising, validation): frontFree[k] is when rank k's is
-	// next idle, pending[k] how many requests it holds, inFront the sum.
+	// engine (tokenising, validation): fronts[k] is rank k's,
+	// pending[k] how many requests it holds, inFront the sum.
 	// A server per attention-DP rank is what the estimate does (one per
 	// worker fitted the measured dp runs worse; see PERFORMANCE-MODEL.md).
-	frontFree []float64
-	pending   []int
-	inFront   int
+	fronts  []engine.APIServer
+	pending []int
+	inFront int
 }
 
 // load is what least-outstanding routing compares.
@@ -281,7 +281,7 @@ func (s *Sim) addWorker(p *pool, now, delay float64) error {
 		return fmt.Errorf("pool %s: %w", p.spec.Name, err)
 	}
 	w.ranks, w.step = ranks, step
-	w.frontFree = make([]float64, len(ranks))
+	w.fronts = make([]engine.APIServer, len(ranks))
 	w.pending = make([]int, len(ranks))
 	p.workers = append(p.workers, w)
 	if delay > 0 {
@@ -382,10 +382,9 @@ func (s *Sim) dispatch(r *request, now float64) error {
 		s.submit(w, k, r, now)
 		return nil
 	}
-	w.frontFree[k] = max(now+par, w.frontFree[k]) + ser
 	w.pending[k]++
 	w.inFront++
-	s.after(w.frontFree[k], func(at float64) error {
+	s.after(w.fronts[k].Admit(now, par, ser), func(at float64) error {
 		w.pending[k]--
 		w.inFront--
 		s.submit(w, k, r, at)
