@@ -34,12 +34,12 @@ func TestFitTTFTFloor(t *testing.T) {
 			t.Fatalf("MoECases gave dense run %s", cs.ID)
 		}
 	}
-	res, err := FitTerm(env, MoECases(moe), TTFTFloorTerm, []float64{0, 1000, 3000}, []string{"model"}, nil)
+	res, err := FitTerm(env, MoECases(moe), TTFTFloorTerm, []float64{0, 8, 24}, []string{"model"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkTermWrites(t, res, env, func(bp *perf.BackendParams) float64 { return bp.MoETTFTFloorUs })
-	d, err := FitTerm(env, dense, TTFTFloorTerm, []float64{0, 3000}, []string{"model"}, nil)
+	checkTermWrites(t, res, env, func(bp *perf.BackendParams) float64 { return bp.MoETTFTFloorExpertUs })
+	d, err := FitTerm(env, dense, TTFTFloorTerm, []float64{0, 24}, []string{"model"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -426,7 +426,7 @@ func TestCalibratePools(t *testing.T) {
 func TestCalibrateTTFTFloorAndFrontend(t *testing.T) {
 	checkTermSearch(t, "ttft-floor", func(r map[string]string) bool {
 		return r["mode"] == "agg" && strings.Contains(r["model_path"], "DeepSeek") && r["backend"] != "vllm"
-	}, func(bp *perf.BackendParams) float64 { return bp.MoETTFTFloorUs })
+	}, func(bp *perf.BackendParams) float64 { return bp.MoETTFTFloorExpertUs })
 	checkTermSearch(t, "frontend", func(r map[string]string) bool {
 		return r["mode"] == "agg" && r["backend"] != "sglang"
 	}, func(bp *perf.BackendParams) float64 { return bp.FrontendParallel })

@@ -16,7 +16,7 @@ import (
 // earlier ends at the floor. A decode worker holds nothing.
 func TestTTFTFloorHoldsFirstToken(t *testing.T) {
 	p := perf.MustDefaultParams().Clone()
-	p.Backends[perf.TRTLLM].MoETTFTFloorUs = 2500
+	p.Backends[perf.TRTLLM].MoETTFTFloorExpertUs = 10
 	w := perftest.Worker(t, "deepseek-ai/DeepSeek-R1", "b200_sxm", perf.Config{Backend: perf.TRTLLM, Weights: catalog.FP4, TP: 8, EP: 8}, p)
 	floor := time.Duration(w.TTFTFloor() * float64(time.Second))
 	run := func(role engine.Role, osl ...int) ([]time.Duration, []int) {

@@ -68,17 +68,19 @@ func TestMoELayerCost(t *testing.T) {
 
 func near(a, b, tol float64) bool { return a-b <= tol && b-a <= tol }
 
-// The TTFT floor is the MoE layers times the backend's floor per layer,
-// 0 for dense models, and no iteration's time changes with it.
+// The TTFT floor is the backend's floor per routed expert times the
+// experts of every MoE layer, 0 for dense models, and no iteration's time
+// changes with it.
 func TestTTFTFloor(t *testing.T) {
-	const floorUs = 2000
+	const floorUs = 8
 	build := func(model string, us float64) *Worker {
 		p := MustDefaultParams().Clone()
-		p.Backends[TRTLLM].MoETTFTFloorUs = us
+		p.Backends[TRTLLM].MoETTFTFloorExpertUs = us
 		return catalogWorker(t, model, "b200_sxm", "", Config{Backend: TRTLLM, Weights: catalog.FP8, TP: 8}, p)
 	}
 	none, with := build("deepseek-ai/DeepSeek-R1", 0), build("deepseek-ai/DeepSeek-R1", floorUs)
-	if want := float64(with.Config().Model.MoELayers()) * floorUs * 1e-6; none.TTFTFloor() != 0 || !near(with.TTFTFloor(), want, 1e-12) || want == 0 {
+	m := with.Config().Model
+	if want := float64(m.MoELayers()*m.MoE.Experts) * floorUs * 1e-6; none.TTFTFloor() != 0 || !near(with.TTFTFloor(), want, 1e-12) || want == 0 {
 		t.Errorf("floor %.1f ms (%.1f ms at 0), want %.1f ms", 1e3*with.TTFTFloor(), 1e3*none.TTFTFloor(), 1e3*want)
 	}
 	if a, b := prefillStep(none, 64), prefillStep(with, 64); a != b {

@@ -94,12 +94,14 @@ type BackendParams struct {
 	// a floor, not a cost added on top. Chosen per backend on measured MoE
 	// runs by `gpuplane calibrate moe`.
 	MoEPromptFloorUs float64 `json:"moePromptFloorUs,omitempty"`
-	// MoETTFTFloorUs is, per MoE layer, the least TTFT a request sees: a
-	// latency on the request's path outside the engine's iterations, which
-	// shows at light load and hides behind queueing under heavy load.
-	// Chosen per backend on measured MoE runs by `gpuplane calibrate
-	// ttft-floor`.
-	MoETTFTFloorUs float64 `json:"moeTtftFloorUs,omitempty"`
+	// MoETTFTFloorExpertUs is, per routed expert of each MoE layer, the
+	// least TTFT a request sees: a latency on the request's path outside
+	// the engine's iterations, which shows at light load and hides behind
+	// queueing under heavy load. It grows with the experts a layer holds
+	// (held out by model, that carries from one MoE model to another
+	// better than a cost per layer). Chosen per backend on measured MoE
+	// runs by `gpuplane calibrate ttft-floor`.
+	MoETTFTFloorExpertUs float64 `json:"moeTtftFloorExpertUs,omitempty"`
 	// MoELayerUs is a fixed cost per MoE layer of every iteration: the
 	// routing, top-k, token permutation and combine that run as kernels of
 	// their own around the fused expert GEMMs the kernel tables time.
@@ -315,7 +317,7 @@ func (p *Params) Validate() error {
 			v    float64
 			max  float64
 		}{{"stepOverheadMs", bp.StepOverheadMs, 1000}, {"prefillOverheadMs", bp.PrefillOverheadMs, 1000},
-			{"moePromptFloorUs", bp.MoEPromptFloorUs, 100000}, {"moeTtftFloorUs", bp.MoETTFTFloorUs, 100000}, {"moeLayerUs", bp.MoELayerUs, 100000},
+			{"moePromptFloorUs", bp.MoEPromptFloorUs, 100000}, {"moeTtftFloorExpertUs", bp.MoETTFTFloorExpertUs, 10000}, {"moeLayerUs", bp.MoELayerUs, 100000},
 			{"frontendOverheadMs", bp.FrontendOverheadMs, 10000}, {"frontendPerTokenUs", bp.FrontendPerTokenUs, 1000},
 			{"handoffMs", bp.HandoffMs, 10000},
 			{"perSeqOverheadUs", bp.PerSeqOverheadUs, 100000}, {"allReduceLatencyUs", bp.AllReduceLatencyUs, 100000},

@@ -194,7 +194,7 @@ func TestParamsValidation(t *testing.T) {
 		"handoffMs":            func(p *Params) { p.Backends[SGLang].HandoffMs = -1 },
 		"adpBalanceIters":      func(p *Params) { p.Backends[TRTLLM].ADPBalanceIters = 1 << 20 },
 		"poolKnee":             func(p *Params) { p.Backends[VLLM].PoolKnee = 0.5 },
-		"moeTtftFloorUs":       func(p *Params) { p.Backends[TRTLLM].MoETTFTFloorUs = -2 },
+		"moeTtftFloorExpertUs": func(p *Params) { p.Backends[TRTLLM].MoETTFTFloorExpertUs = -2 },
 		"frontendParallel":     func(p *Params) { p.Backends[SGLang].FrontendParallel = 1.5 },
 		"poolKnee: NaN":        func(p *Params) { p.Backends[SGLang].PoolKnee = math.NaN() },
 		"gemmCallUs.fp8": func(p *Params) {

@@ -82,7 +82,7 @@ type Worker struct {
 	moePeak, moeBW float64 // the device's raw tensor peak and bandwidth, which moeKernel's fractions scale
 	promptFloor    float64 // seconds: the least a prompt-carrying iteration takes (MoE models)
 	moeFixed       float64 // seconds: the MoE layers' fixed cost in every iteration
-	ttftFloor      float64 // seconds: the least TTFT of a request (MoETTFTFloorUs per MoE layer)
+	ttftFloor      float64 // seconds: the least TTFT of a request (MoETTFTFloorExpertUs per expert and MoE layer)
 
 	// Gated delta-net layers: each sequence's state per GPU (all linear
 	// layers of a stage) and the recurrent core's time per prompt token.
@@ -150,7 +150,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		w.expertSlice = m.ExpertParams()
 		w.promptFloor = float64(m.MoELayers()) * w.be.MoEPromptFloorUs * 1e-6
 		w.moeFixed = float64(m.MoELayers()) * w.be.MoELayerUs * 1e-6
-		w.ttftFloor = float64(m.MoELayers()) * w.be.MoETTFTFloorUs * 1e-6
+		w.ttftFloor = float64(m.MoELayers()*m.MoE.Experts) * w.be.MoETTFTFloorExpertUs * 1e-6
 		w.topK = float64(m.MoE.ExpertsPerToken)
 		k, err := w.moeKernelFor(p)
 		if err != nil {
@@ -276,7 +276,8 @@ func (w *Worker) FrontendSplit(isl int) (parallel, serial float64) {
 func (w *Worker) ADPBalanceIters() int { return w.be.ADPBalanceIters }
 
 // TTFTFloor is the least TTFT in seconds a request to this worker's model
-// sees (BackendParams.MoETTFTFloorUs per MoE layer; 0 for dense models).
+// sees (BackendParams.MoETTFTFloorExpertUs per routed expert of each MoE
+// layer; 0 for dense models).
 func (w *Worker) TTFTFloor() float64 { return w.ttftFloor }
 
 // DefaultPoolKnee is the decode knee of a backend whose parameters name

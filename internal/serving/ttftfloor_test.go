@@ -10,10 +10,10 @@ import (
 )
 
 // floorWorker is DeepSeek-R1 on 8 B200 under TensorRT-LLM with a TTFT
-// floor of us per MoE layer.
+// floor of us per routed expert of each MoE layer.
 func floorWorker(t *testing.T, us float64) *perf.Worker {
 	p := perf.MustDefaultParams().Clone()
-	p.Backends[perf.TRTLLM].MoETTFTFloorUs = us
+	p.Backends[perf.TRTLLM].MoETTFTFloorExpertUs = us
 	return perftest.Worker(t, "deepseek-ai/DeepSeek-R1", "b200_sxm", perf.Config{Backend: perf.TRTLLM, Weights: catalog.FP4, TP: 8, EP: 8}, p)
 }
 
@@ -22,7 +22,7 @@ func floorWorker(t *testing.T, us float64) *perf.Worker {
 // burst of long prompts, where queueing outlasts the floor, the TTFT rises
 // by less than the floor (a bound, not a cost added on top).
 func TestTTFTFloorBoundsTTFT(t *testing.T) {
-	none, with := floorWorker(t, 0), floorWorker(t, 2500)
+	none, with := floorWorker(t, 0), floorWorker(t, 10)
 	floor := with.TTFTFloor() * 1e3
 	run := func(w *perf.Worker, wl Workload, opt Options) *Result {
 		r, err := Aggregated(w, 1, wl, opt)

@@ -313,7 +313,7 @@ func TestDisaggDecodeSlotWaitAgreesWithEstimate(t *testing.T) {
 // estimate does: a lone user of a TensorRT-LLM MoE worker sees the floor.
 func TestTTFTFloorInSimulation(t *testing.T) {
 	p := perf.MustDefaultParams().Clone()
-	p.Backends[perf.TRTLLM].MoETTFTFloorUs = 2500
+	p.Backends[perf.TRTLLM].MoETTFTFloorExpertUs = 10
 	w := perftest.Worker(t, "deepseek-ai/DeepSeek-R1", "b200_sxm", perf.Config{Backend: perf.TRTLLM, Weights: catalog.FP4, TP: 8, EP: 8}, p)
 	est, err := serving.Aggregated(w, 1, serving.Workload{ISL: 1024, OSL: 64, Concurrency: 1}, serving.Options{})
 	if err != nil {
