@@ -72,7 +72,7 @@ func (t estimateTable) Rows() [][]string {
 	rows = append(rows,
 		[]string{"ttft", fmt.Sprintf("%.1f ms (p50 %.1f, p99 %.1f)", o.TTFTms, o.TTFTP50ms, o.TTFTP99ms)})
 	if o.TTFTFloorMs > 0 {
-		rows = append(rows, []string{"ttft floor", fmt.Sprintf("%.1f ms: no request's ttft is below it (the backend's latency per MoE layer outside the engine's iterations)", o.TTFTFloorMs)})
+		rows = append(rows, []string{"ttft floor", fmt.Sprintf("%.1f ms: no request's ttft is below it (the backend's latency per routed expert of each MoE layer, outside the engine's iterations)", o.TTFTFloorMs)})
 	}
 	if o.DecodeWaitMs > 0 {
 		rows = append(rows, []string{"decode wait", fmt.Sprintf("%.1f ms of the ttft from the kv hand-off to a decode engine taking the request (the step in progress; a slot, past max concurrency %d)", o.DecodeWaitMs, o.MaxConcurrency)})

@@ -131,6 +131,29 @@ func (o *Output) noteADPHold(w *perf.Worker) {
 	}
 }
 
+// noteQueue says when more users run than the deployment holds at once,
+// its engines' KV caches counted at the requests' mean length (prompt and
+// half the output, as in steady state) and their sequence caps: the rest
+// wait for a slot, and the wait is in their TTFT. An MLA model's latent
+// cache is whole on every tensor-parallel GPU (the heads share it), so
+// attention data parallelism holds about tp times as many requests.
+func (o *Output) noteQueue(wl serving.Workload, engines int, m *perf.Memory, c perf.Config) {
+	if m == nil || engines < 1 {
+		return
+	}
+	held := engines * min(c.MaxSeqs, m.KVTokens/(wl.ISL+wl.OSL/2))
+	if wl.Concurrency <= held {
+		return
+	}
+	n := fmt.Sprintf("concurrency %d exceeds the %d requests the deployment holds at once (KV cache at their mean length, sequence cap): the rest wait for a slot, and their TTFT includes the wait",
+		wl.Concurrency, held)
+	if c.Model.MLA != nil && c.TP > 1 && c.DP == 1 {
+		n += fmt.Sprintf("; %s's latent (MLA) cache is whole on each of the %d tensor-parallel GPUs, so attention data parallelism (dp %d, tp 1) holds about %d times as many",
+			c.Model.Name, c.TP, c.TP, c.TP)
+	}
+	o.Notes = append(o.Notes, n)
+}
+
 // noteWorker passes on what the worker's pricing says of itself.
 func (o *Output) noteWorker(role string, w *perf.Worker) {
 	for _, n := range w.Notes() {
@@ -244,6 +267,9 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 			return nil, err
 		}
 		out.Result = res
+		if res != nil {
+			out.noteQueue(wl, max(q.Workers, 1)*cfgUsed.DP, res.Memory, cfgUsed)
+		}
 		out.Precision, out.KV = string(cfgUsed.Weights), string(cfgUsed.KV)
 		out.withIntervals(env.Params, base.Backend, base.Model.MoE != nil, "agg")
 		return out, err
@@ -308,6 +334,9 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 			return nil, err
 		}
 		out.Result = res
+		if res != nil {
+			out.noteQueue(wl, nd*ddp, res.DecodeMemory, cfgUsed)
+		}
 		out.Precision, out.KV = string(cfgUsed.Weights), string(cfgUsed.KV)
 		out.withIntervals(env.Params, base.Backend, base.Model.MoE != nil, "disagg")
 		return out, err

@@ -324,3 +324,42 @@ func TestRunNotesContext(t *testing.T) {
 		}
 	}
 }
+
+// More users than the deployment holds at once get a note that the rest
+// queue (their wait is in TTFT); for an MLA model under tensor parallelism
+// it names attention DP, which does not copy the latent cache to every GPU.
+// A query that fits every user gets none.
+func TestRunNotesQueue(t *testing.T) {
+	q := Defaults()
+	q.Model, q.GPU, q.Backend, q.Precision, q.TP, q.ISL, q.OSL, q.Concurrency = "deepseek-ai/DeepSeek-R1", "gb200", "trtllm", "fp4", 32, 8192, 1024, 2150
+	out, err := Run(env(), q, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := func(notes []string) string {
+		for _, n := range notes {
+			if strings.Contains(n, "wait for a slot") {
+				return n
+			}
+		}
+		return ""
+	}
+	// The worker's KV cache at a mean of 8,192 + 512 tokens a request.
+	held := out.KVCacheTokens / (8192 + 1024/2)
+	n := queue(out.Notes)
+	if held >= 2150 || !strings.Contains(n, fmt.Sprintf("concurrency 2150 exceeds the %d requests", held)) || !strings.Contains(n, "dp 32, tp 1") {
+		t.Fatalf("tp 32, 2150 users, %d held: notes %q", held, out.Notes)
+	}
+	q.Concurrency = held
+	if out, err := Run(env(), q, serving.Options{}); err != nil || queue(out.Notes) != "" {
+		t.Fatalf("%d users, all held: notes %q, err %v", q.Concurrency, out.Notes, err)
+	}
+	q.Concurrency = held + 1
+	if out, err := Run(env(), q, serving.Options{}); err != nil || queue(out.Notes) == "" {
+		t.Fatalf("%d users, one more than held: notes %q, err %v", q.Concurrency, out.Notes, err)
+	}
+	q.Model, q.Precision, q.TP, q.Concurrency = "Qwen/Qwen3-235B-A22B", "fp8", 4, 100000
+	if out, err := Run(env(), q, serving.Options{}); err != nil || !strings.Contains(queue(out.Notes), "exceeds") || strings.Contains(queue(out.Notes), "MLA") {
+		t.Fatalf("Qwen3-235B (no MLA), 100000 users: notes %q, err %v", out.Notes, err)
+	}
+}
