@@ -145,8 +145,12 @@ func (o *Output) noteQueue(wl serving.Workload, engines int, m *perf.Memory, c p
 	if wl.Concurrency <= held {
 		return
 	}
-	n := fmt.Sprintf("concurrency %d exceeds the %d requests the deployment holds at once (KV cache at their mean length, sequence cap): the rest wait for a slot, and their TTFT includes the wait",
-		wl.Concurrency, held)
+	reqs := fmt.Sprintf("%d requests", held)
+	if held == 1 {
+		reqs = "1 request"
+	}
+	n := fmt.Sprintf("concurrency %d exceeds the %s the deployment holds at once (KV cache at their mean length, sequence cap): the rest wait for a slot, and their TTFT includes the wait",
+		wl.Concurrency, reqs)
 	if c.Model.MLA != nil && c.TP > 1 && c.DP == 1 {
 		n += fmt.Sprintf("; %s's latent (MLA) cache is whole on each of the %d tensor-parallel GPUs, so attention data parallelism (dp %d, tp 1) holds about %d times as many",
 			c.Model.Name, c.TP, c.TP, c.TP)

@@ -358,7 +358,11 @@ func TestRunNotesQueue(t *testing.T) {
 	if out, err := Run(env(), q, serving.Options{}); err != nil || queue(out.Notes) == "" {
 		t.Fatalf("%d users, one more than held: notes %q, err %v", q.Concurrency, out.Notes, err)
 	}
-	q.Model, q.Precision, q.TP, q.Concurrency = "Qwen/Qwen3-235B-A22B", "fp8", 4, 100000
+	q.Model, q.GPU, q.Backend, q.Slice, q.Precision, q.TP, q.ISL, q.OSL, q.Concurrency = "Qwen/Qwen3-8B", "a10", "vllm", "1/2", "fp8", 1, 4000, 500, 32
+	if out, err := Run(env(), q, serving.Options{}); err != nil || !strings.Contains(queue(out.Notes), "exceeds the 1 request the") {
+		t.Fatalf("Qwen3-8B on half an A10, 32 users: notes %q, err %v", out.Notes, err)
+	}
+	q.Model, q.GPU, q.Backend, q.Slice, q.Precision, q.TP, q.ISL, q.OSL, q.Concurrency = "Qwen/Qwen3-235B-A22B", "gb200", "trtllm", "", "fp8", 4, 8192, 1024, 100000
 	if out, err := Run(env(), q, serving.Options{}); err != nil || !strings.Contains(queue(out.Notes), "exceeds") || strings.Contains(queue(out.Notes), "MLA") {
 		t.Fatalf("Qwen3-235B (no MLA), 100000 users: notes %q, err %v", out.Notes, err)
 	}
