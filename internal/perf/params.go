@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"slices"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -209,10 +210,21 @@ func LoadParams(path string) (*Params, error) {
 	return ParseParams(b, path)
 }
 
+// renamedParams says what replaced a key that parameter files written by
+// an earlier gpuplane may still hold.
+var renamedParams = map[string]string{
+	"moeTtftFloorUs": "moeTtftFloorExpertUs replaced it: the TTFT floor is now per routed expert of each MoE layer, so divide the old value by the model's routed experts (2000 at 128 experts is 15.6), or run gpuplane calibrate ttft-floor --out FILE",
+}
+
 // ParseParams decodes and validates a parameter file.
 func ParseParams(b []byte, src string) (*Params, error) {
 	var p Params
 	if err := strict.Unmarshal(b, &p); err != nil {
+		for old, hint := range renamedParams {
+			if strings.Contains(err.Error(), `unknown field "`+old+`"`) {
+				return nil, fmt.Errorf("params %s: %w; %s", src, err, hint)
+			}
+		}
 		return nil, fmt.Errorf("params %s: %w", src, err)
 	}
 	if err := p.Validate(); err != nil {

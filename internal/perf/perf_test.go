@@ -368,3 +368,25 @@ func TestGEMMCallCost(t *testing.T) {
 		t.Error("FP8's bandwidth changed a BF16 worker")
 	}
 }
+
+// A parameter file with a key that an earlier gpuplane wrote and this one
+// renamed is refused with what replaced it and how to convert the value;
+// other unknown keys get the decoder's error alone.
+func TestParseParamsRenamedKey(t *testing.T) {
+	b, err := MustDefaultParams().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(string(b), "moeTtftFloorExpertUs: 12", "moeTtftFloorUs: 2000", 1)
+	if old == string(b) {
+		t.Fatal("the embedded parameters have no TensorRT-LLM moeTtftFloorExpertUs of 12 to rename")
+	}
+	_, err = ParseParams([]byte(old), "old.yaml")
+	if err == nil || !strings.Contains(err.Error(), `"moeTtftFloorUs"`) || !strings.Contains(err.Error(), "moeTtftFloorExpertUs replaced it") {
+		t.Fatalf("old key: %v", err)
+	}
+	_, err = ParseParams([]byte(strings.Replace(string(b), "moeTtftFloorExpertUs: 12", "moeTtftFloorXUs: 12", 1)), "typo.yaml")
+	if err == nil || !strings.Contains(err.Error(), `"moeTtftFloorXUs"`) || strings.Contains(err.Error(), "replaced it") {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
