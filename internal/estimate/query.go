@@ -158,6 +158,18 @@ func (o *Output) noteQueue(wl serving.Workload, engines int, m *perf.Memory, c p
 	o.Notes = append(o.Notes, n)
 }
 
+// noteWideTP points a MoE worker of more than 8 tensor-parallel GPUs
+// without expert parallelism at attention DP: its experts are cut into
+// slices a fraction of a GEMM tile wide, which wide MoE deployments avoid
+// by spreading whole experts over the GPUs. The query is priced as given.
+func (o *Output) noteWideTP(role string, c perf.Config) {
+	if c.Model.MoE == nil || c.TP <= 8 || c.EP > 1 || c.DP > 1 {
+		return
+	}
+	o.Notes = append(o.Notes, fmt.Sprintf("%stp %d with no ep cuts each of %s's experts into %d slices of %d of its %d FFN columns; MoE workers this wide often run attention data-parallel with whole experts spread over the GPUs: give %sdp %d, %stp 1 and %sep %d to price that",
+		role, c.TP, c.Model.Name, c.TP, max(c.Model.MoE.IntermediateSize/c.TP, 1), c.Model.MoE.IntermediateSize, role, c.TP, role, role, min(c.TP, c.Model.MoE.Experts)))
+}
+
 // noteWorker passes on what the worker's pricing says of itself.
 func (o *Output) noteWorker(role string, w *perf.Worker) {
 	for _, n := range w.Notes() {
@@ -263,6 +275,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		cfgUsed = w.Config()
 		out.TP, out.PP, out.EP, out.DP, out.Workers = cfgUsed.TP, cfgUsed.PP, cfgUsed.EP, cfgUsed.DP, max(q.Workers, 1)
 		out.noteDPFromTP("", cfgUsed)
+		out.noteWideTP("", cfgUsed)
 		out.noteWorker("", w)
 		out.noteADPHold(w)
 		// Each attention-DP rank runs its own engine.
@@ -304,6 +317,8 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		pdp, ddp := pw.Config().DP, dw.Config().DP
 		out.noteDPFromTP("prefill_", pw.Config())
 		out.noteDPFromTP("decode_", dw.Config())
+		out.noteWideTP("prefill_", pw.Config())
+		out.noteWideTP("decode_", dw.Config())
 		if pc.Weights == dc.Weights && pc.Backend == dc.Backend {
 			out.noteWorker("", pw) // the pools share the weights and the kernels
 		} else {

@@ -367,3 +367,41 @@ func TestRunNotesQueue(t *testing.T) {
 		t.Fatalf("Qwen3-235B (no MLA), 100000 users: notes %q, err %v", out.Notes, err)
 	}
 }
+
+// A MoE worker of more than 8 tensor-parallel GPUs with no ep is priced as
+// given, with a note naming the attention-DP layout to try; 8 GPUs, or
+// experts spread by ep, get none, and a disaggregated pool's note names
+// its role's keys.
+func TestRunNotesWideTP(t *testing.T) {
+	wide := func(notes []string) string {
+		for _, n := range notes {
+			if strings.Contains(n, "with no ep cuts each") {
+				return n
+			}
+		}
+		return ""
+	}
+	q := Defaults()
+	q.Model, q.GPU, q.Backend, q.Precision, q.TP, q.ISL, q.OSL, q.Concurrency = "deepseek-ai/DeepSeek-R1", "gb200", "trtllm", "fp4", 32, 1024, 1024, 64
+	out, err := Run(env(), q, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := wide(out.Notes); out.TP != 32 || out.DP != 1 || !strings.Contains(n, "32 slices of 64 of its 2048 FFN columns") || !strings.Contains(n, "give dp 32, tp 1 and ep 32") {
+		t.Fatalf("tp 32: tp %d dp %d, notes %q", out.TP, out.DP, out.Notes)
+	}
+	for _, c := range []struct{ tp, ep int }{{8, 0}, {32, 32}} {
+		q.TP, q.EP = c.tp, c.ep
+		if out, err := Run(env(), q, serving.Options{}); err != nil || wide(out.Notes) != "" {
+			t.Fatalf("tp %d ep %d: notes %q, err %v", c.tp, c.ep, out.Notes, err)
+		}
+	}
+	q.Mode, q.TP, q.EP, q.PrefillTP, q.DecodeTP, q.PrefillWorkers, q.DecodeWorkers = "disagg", 0, 0, 4, 16, 1, 1
+	d, err := Run(env(), q, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := wide(d.Notes); !strings.HasPrefix(n, "decode_tp 16 with no ep") || !strings.Contains(n, "give decode_dp 16, decode_tp 1 and decode_ep 16") {
+		t.Fatalf("decode tp 16: notes %q", d.Notes)
+	}
+}
