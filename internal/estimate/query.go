@@ -166,8 +166,14 @@ func (o *Output) noteWideTP(role string, c perf.Config) {
 	if c.Model.MoE == nil || c.TP <= 8 || c.EP > 1 || c.DP > 1 {
 		return
 	}
+	// The ep suggested must divide the GPUs and not exceed the experts,
+	// as perf.Config's checks require.
+	ep := min(c.TP, c.Model.MoE.Experts)
+	for c.TP%ep != 0 {
+		ep--
+	}
 	o.Notes = append(o.Notes, fmt.Sprintf("%stp %d with no ep cuts each of %s's experts into %d slices of %d of its %d FFN columns; MoE workers this wide often run attention data-parallel with whole experts spread over the GPUs: give %sdp %d, %stp 1 and %sep %d to price that",
-		role, c.TP, c.Model.Name, c.TP, max(c.Model.MoE.IntermediateSize/c.TP, 1), c.Model.MoE.IntermediateSize, role, c.TP, role, role, min(c.TP, c.Model.MoE.Experts)))
+		role, c.TP, c.Model.Name, c.TP, max(c.Model.MoE.IntermediateSize/c.TP, 1), c.Model.MoE.IntermediateSize, role, c.TP, role, role, ep))
 }
 
 // noteWorker passes on what the worker's pricing says of itself.

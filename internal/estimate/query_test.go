@@ -405,3 +405,23 @@ func TestRunNotesWideTP(t *testing.T) {
 		t.Fatalf("decode tp 16: notes %q", d.Notes)
 	}
 }
+
+// The note's suggested ep divides the GPUs and does not exceed the
+// experts, so the layout it names is one the estimate accepts.
+func TestNoteWideTPSuggestsValidEP(t *testing.T) {
+	m, err := catalog.MustDefault().Model("deepseek-ai/DeepSeek-R1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ experts, tp, ep int }{{256, 32, 32}, {8, 16, 8}, {12, 16, 8}, {60, 16, 16}, {7, 12, 6}} {
+		moe := *m.MoE
+		moe.Experts = c.experts
+		mm := *m
+		mm.MoE = &moe
+		var o Output
+		o.noteWideTP("", perf.Config{Model: &mm, TP: c.tp, EP: 1, DP: 1})
+		if len(o.Notes) != 1 || !strings.HasSuffix(o.Notes[0], fmt.Sprintf("give dp %d, tp 1 and ep %d to price that", c.tp, c.ep)) {
+			t.Errorf("%d experts at tp %d: notes %q, want ep %d", c.experts, c.tp, o.Notes, c.ep)
+		}
+	}
+}
