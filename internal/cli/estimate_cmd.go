@@ -249,6 +249,8 @@ func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
 	fl.IntVar(&q.MaxBatchedTokens, "max-batched-tokens", 0, "token budget of one engine iteration (default: the backend's)")
 	fl.IntVar(&q.MaxSeqs, "max-seqs", 0, "sequences per iteration (default: the backend's)")
 	fl.Float64Var(&q.GPUMemoryUtilization, "gpu-memory-utilization", 0, "share of GPU memory the engine uses (default: the backend's)")
+	fl.IntVar(&q.SpecTokens, "spec-tokens", 0, "speculative decoding (MTP, EAGLE): tokens drafted per decode step (default 0: none)")
+	fl.Float64Var(&q.SpecAccept, "spec-accept", 0, "speculative decoding: mean tokens a sequence gains per decode step, 1 to spec-tokens+1 (the engine's mean acceptance length)")
 	fl.StringVar(&q.Harness, "harness", "", "benchmark client to reproduce: steady (a running deployment), burst (every user fires at once, all requests measured) or queued (burst, requests stamped when queued)")
 	fl.IntVar(&q.RequestsPerUser, "requests-per-user", 0, "requests each user sends (default 4 steady, 5 burst or queued)")
 }

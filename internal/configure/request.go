@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/slo"
 )
 
@@ -76,8 +77,12 @@ type Request struct {
 	Precision   string `json:"precision,omitempty"`
 	KVPrecision string `json:"kvPrecision,omitempty"`
 	Backend     string `json:"backend,omitempty"`
-	ISL         int    `json:"isl"`
-	OSL         int    `json:"osl"`
+	// SpecTokens and SpecAccept price every candidate with speculative
+	// decoding (perf.Config): drafted tokens a step, mean tokens gained.
+	SpecTokens int     `json:"specTokens,omitempty"`
+	SpecAccept float64 `json:"specAccept,omitempty"`
+	ISL        int     `json:"isl"`
+	OSL        int     `json:"osl"`
 	// RequestRate (req/s) or Concurrency (users) is the load to serve in load-match mode.
 	RequestRate float64     `json:"requestRate,omitempty"`
 	Concurrency int         `json:"concurrency,omitempty"`
@@ -99,6 +104,9 @@ type Request struct {
 
 // Validate checks the request and names the field to fix.
 func (r *Request) Validate() error {
+	if err := perf.CheckSpec(r.SpecTokens, r.SpecAccept); err != nil {
+		return err
+	}
 	switch {
 	case r.Model == "":
 		return fmt.Errorf("model: required (see: gpuplane catalog models)")

@@ -36,7 +36,10 @@ type servingRequest struct {
 		Precision   string `json:"precision,omitempty"`
 		KVPrecision string `json:"kvPrecision,omitempty"`
 		Backend     string `json:"backend,omitempty"`
-		Workload    struct {
+		// SpecTokens and SpecAccept: speculative decoding (Request).
+		SpecTokens int     `json:"specTokens,omitempty"`
+		SpecAccept float64 `json:"specAccept,omitempty"`
+		Workload   struct {
 			ISL         int     `json:"isl"`
 			OSL         int     `json:"osl"`
 			RequestRate float64 `json:"requestRate,omitempty"`
@@ -168,7 +171,7 @@ func parseServingRequest(data []byte, name string) (*File, error) {
 	}
 	s := sr.Spec
 	r := Request{Model: s.Model, Precision: s.Precision, KVPrecision: s.KVPrecision, Backend: s.Backend,
-		ISL: s.Workload.ISL, OSL: s.Workload.OSL, RequestRate: s.Workload.RequestRate, Concurrency: s.Workload.Concurrency,
+		SpecTokens: s.SpecTokens, SpecAccept: s.SpecAccept, ISL: s.Workload.ISL, OSL: s.Workload.OSL, RequestRate: s.Workload.RequestRate, Concurrency: s.Workload.Concurrency,
 		SLA: s.SLA, Pool: s.Hardware.Pool, MaxGPUs: s.Budget.MaxGPUs, MaxCostPerHour: s.Budget.MaxCostPerHour,
 		Pick: s.Pick, Modes: s.Modes, Confidence: s.Confidence}
 	h := s.Hardware

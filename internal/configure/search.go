@@ -37,7 +37,7 @@ type search struct {
 
 func baseConfig(env Env, r *Request) (perf.Config, error) {
 	return estimate.BaseConfig(env, estimate.Query{Model: r.Model, GPU: r.Pool[0].Device, Precision: r.Precision,
-		KVPrecision: r.KVPrecision, Backend: r.Backend})
+		KVPrecision: r.KVPrecision, Backend: r.Backend, SpecTokens: r.SpecTokens, SpecAccept: r.SpecAccept})
 }
 
 // Search finds the best deployment for the request.

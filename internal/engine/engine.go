@@ -72,6 +72,12 @@ type Config struct {
 	// Gate, when set, may hold back waiting prompts for an iteration (an
 	// attention-DP rank waiting for its peers; see PromptGate).
 	Gate PromptGate
+	// TokensPerStep is the tokens a decoding sequence gains per step: the
+	// mean acceptance length of speculative decoding (0 or 1: one). A
+	// fraction is kept as an expectation: a request needs
+	// ceil(remaining/TokensPerStep) steps and its cache grows by the
+	// fraction each step.
+	TokensPerStep float64
 }
 
 // PromptGate decides, at the start of each iteration of an engine with
@@ -138,7 +144,8 @@ type Engine struct {
 	cost   Cost
 	sink   Sink
 	ctxC   float64
-	window int // keys a windowed layer's query sees; 0 if none
+	adv    float64 // tokens a decoding sequence gains per step
+	window int     // keys a windowed layer's query sees; 0 if none
 
 	waiting    fifo
 	prefilling []*Request
@@ -179,7 +186,10 @@ func New(cfg Config, cost Cost, sink Sink) (*Engine, error) {
 	if cfg.KVTokens < 1 {
 		return nil, fmt.Errorf("engine: kvTokens must be >= 1")
 	}
-	e := &Engine{cfg: cfg, cost: cost, sink: sink, ctxC: cost.DecodeCtxCost()}
+	if t := cfg.TokensPerStep; math.IsNaN(t) || t < 0 || t > 64 {
+		return nil, fmt.Errorf("engine: tokensPerStep %g must be 0 to 64", t)
+	}
+	e := &Engine{cfg: cfg, cost: cost, sink: sink, ctxC: cost.DecodeCtxCost(), adv: max(1, cfg.TokensPerStep)}
 	if w, ok := cost.(Windowed); ok {
 		e.window = max(w.AttentionWindow(), 0)
 	}
@@ -191,7 +201,7 @@ func New(cfg Config, cost Cost, sink Sink) (*Engine, error) {
 // it (re)entered the queue. Real-time callers stream by it.
 func (e *Engine) Generated(r *Request) int {
 	if i := r.heapIndex; i >= 0 && i < len(e.decoding) && e.decoding[i] == r {
-		return min(r.OSL, r.generated+int(e.decodeStep-r.stepAtJoin))
+		return min(r.OSL, r.generated+e.gained(r))
 	}
 	return r.generated
 }
@@ -274,7 +284,7 @@ func (e *Engine) Abort(r *Request, now float64) {
 	}
 	if i := r.heapIndex; i >= 0 && i < len(e.decoding) && e.decoding[i] == r {
 		if r.finishStep > e.decodeStep+1 {
-			r.OSL -= int(r.finishStep - e.decodeStep - 1)
+			r.OSL = max(1, min(r.OSL, r.generated+int(e.adv*float64(e.decodeStep+1-r.stepAtJoin))))
 			r.finishStep = e.decodeStep + 1
 			heap.Fix(&e.decoding, i)
 			if e.busy && e.itSteps > 1 {
@@ -307,10 +317,10 @@ func (e *Engine) Advance() {
 	}
 	if e.itDecodes > 0 {
 		e.decodeStep += e.itSteps
-		e.ctxSum += float64(e.itSteps) * float64(e.itDecodes)
+		e.ctxSum += e.adv * float64(e.itSteps) * float64(e.itDecodes)
 		for len(e.decoding) > 0 && e.decoding[0].finishStep <= e.decodeStep {
 			r := heap.Pop(&e.decoding).(*Request)
-			e.ctxSum -= float64(r.ctxAtJoin) + float64(e.decodeStep-r.stepAtJoin)
+			e.ctxSum -= e.held(r)
 			r.Finish = t
 			sink.Finished(r, t)
 		}
@@ -344,9 +354,20 @@ func (e *Engine) Advance() {
 func (e *Engine) joinDecode(r *Request, ctx, remaining int) {
 	r.ctxAtJoin = ctx
 	r.stepAtJoin = e.decodeStep
-	r.finishStep = e.decodeStep + int64(remaining)
+	r.finishStep = e.decodeStep + int64(math.Ceil(float64(remaining)/e.adv-1e-9))
 	e.ctxSum += float64(ctx)
 	heap.Push(&e.decoding, r)
+}
+
+// held is the cache a decoding request holds: its context when it joined
+// and what it gained each step since (ctxSum adds the same).
+func (e *Engine) held(r *Request) float64 {
+	return float64(r.ctxAtJoin) + e.adv*float64(e.decodeStep-r.stepAtJoin)
+}
+
+// gained is the whole tokens a decoding request generated since it joined.
+func (e *Engine) gained(r *Request) int {
+	return int(e.adv*float64(e.decodeStep-r.stepAtJoin) + 1e-9)
 }
 
 // preemptNewest evicts the most recently joined decoding request; it is
@@ -359,9 +380,8 @@ func (e *Engine) preemptNewest() {
 		}
 	}
 	r := heap.Remove(&e.decoding, newest).(*Request)
-	done := int(e.decodeStep - r.stepAtJoin)
-	e.ctxSum -= float64(r.ctxAtJoin + done)
-	r.generated += done
+	e.ctxSum -= e.held(r)
+	r.generated = min(r.generated+e.gained(r), r.OSL-1)
 	r.target = r.ISL + r.generated
 	r.prefilled = 0
 	r.Preemptions++
@@ -389,7 +409,7 @@ func (e *Engine) admit(now float64) {
 		if e.cfg.Role == Decode {
 			need = float64(r.ISL + 1)
 		}
-		if e.Running() >= e.cfg.MaxSeqs || e.kvUsed()+float64(e.kvPending)+need+float64(len(e.decoding)+1) > float64(e.cfg.KVTokens) {
+		if e.Running() >= e.cfg.MaxSeqs || e.kvUsed()+float64(e.kvPending)+need+e.adv*float64(len(e.decoding)+1) > float64(e.cfg.KVTokens) {
 			return
 		}
 		e.waiting.pop()
@@ -416,8 +436,8 @@ func (e *Engine) admit(now float64) {
 
 func (e *Engine) start(now float64) {
 	e.run = nil
-	// A decode step adds one token per sequence: evict until it fits.
-	for len(e.decoding) > 0 && e.kvUsed()+float64(len(e.decoding)) > float64(e.cfg.KVTokens) {
+	// A decode step adds its tokens to every sequence: evict until it fits.
+	for len(e.decoding) > 0 && e.kvUsed()+e.adv*float64(len(e.decoding)) > float64(e.cfg.KVTokens) {
 		e.preemptNewest()
 	}
 	e.itAsked = e.cfg.Gate != nil && e.waiting.len() > 0 && len(e.decoding) > 0
@@ -461,7 +481,7 @@ func (e *Engine) start(now float64) {
 // here: until the next completion or until the cache is full.
 func (e *Engine) decodeRunSteps() int64 {
 	steps := max(1, e.decoding[0].finishStep-e.decodeStep)
-	if room := int64((float64(e.cfg.KVTokens) - e.kvUsed()) / float64(len(e.decoding))); room < steps {
+	if room := int64((float64(e.cfg.KVTokens) - e.kvUsed()) / (e.adv * float64(len(e.decoding)))); room < steps {
 		steps = max(1, room)
 	}
 	return steps
@@ -530,7 +550,7 @@ func (e *Engine) runElapsed(k int64) float64 {
 // elapsed is the time of the first k decode-only steps of the current iteration.
 func (e *Engine) elapsed(k int64) float64 {
 	kf := float64(k)
-	return kf*e.itFixed + e.ctxC*(kf*e.itCtxSum+float64(e.itDecodes)*kf*(kf-1)/2)
+	return kf*e.itFixed + e.ctxC*(kf*e.itCtxSum+e.adv*float64(e.itDecodes)*kf*(kf-1)/2)
 }
 
 // truncate ends a fast-forwarded run at the first step boundary at or after
@@ -543,7 +563,7 @@ func (e *Engine) truncate(now float64) {
 		return
 	}
 	// Solve a*k^2 + b*k = dt for the step in progress.
-	a := e.ctxC * float64(e.itDecodes) / 2
+	a := e.ctxC * e.adv * float64(e.itDecodes) / 2
 	b := e.itFixed + e.ctxC*e.itCtxSum - a
 	var k float64
 	if a > 0 {

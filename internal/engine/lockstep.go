@@ -115,7 +115,7 @@ func (g *Lockstep) startRun(now float64) {
 			return
 		}
 		steps = min(steps, r.decodeRunSteps(), r.gateSteps())
-		lines = append(lines, line{a: r.itFixed + r.ctxC*r.itCtxSum, b: r.ctxC * float64(r.itDecodes)})
+		lines = append(lines, line{a: r.itFixed + r.ctxC*r.itCtxSum, b: r.ctxC * r.adv * float64(r.itDecodes)})
 	}
 	g.lines = lines
 	if len(lines) == 0 || steps <= 1 {

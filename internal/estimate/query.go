@@ -46,6 +46,11 @@ type Query struct {
 	MaxBatchedTokens     int     `json:"max_batched_tokens,omitempty"`
 	MaxSeqs              int     `json:"max_seqs,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+	// SpecTokens and SpecAccept turn on speculative decoding (MTP, EAGLE):
+	// tokens drafted per decode step, and the mean tokens a sequence gains
+	// per step (perf.Config).
+	SpecTokens int     `json:"spec_tokens,omitempty"`
+	SpecAccept float64 `json:"spec_accept,omitempty"`
 	// Harness is the benchmark client to reproduce: steady (default),
 	// burst or queued; RequestsPerUser is how many requests each of its
 	// users sends (default 4 under steady, 5 under burst and queued).
@@ -82,9 +87,12 @@ type Output struct {
 	DecodeTP  int    `json:"decode_tp,omitempty"`
 	PrefillDP int    `json:"prefill_dp,omitempty"`
 	DecodeDP  int    `json:"decode_dp,omitempty"`
-	Prefill   int    `json:"prefill_workers,omitempty"`
-	Decode    int    `json:"decode_workers,omitempty"`
-	Workers   int    `json:"workers,omitempty"`
+	// SpecTokens and SpecAccept echo the query's speculative decoding.
+	SpecTokens int     `json:"spec_tokens,omitempty"`
+	SpecAccept float64 `json:"spec_accept,omitempty"`
+	Prefill    int     `json:"prefill_workers,omitempty"`
+	Decode     int     `json:"decode_workers,omitempty"`
+	Workers    int     `json:"workers,omitempty"`
 	// PoolsSized says the query gave no worker counts and the prefill and
 	// decode counts above were sized to its concurrency (serving.PoolSizes).
 	PoolsSized bool   `json:"pools_sized,omitempty"`
@@ -101,6 +109,15 @@ type Output struct {
 	// letter (a tp taken as attention data parallelism).
 	Notes []string `json:"notes,omitempty"`
 	Error string   `json:"error,omitempty"`
+}
+
+// noteSpec says how speculative decoding is priced, and what is not.
+func (o *Output) noteSpec(c perf.Config) {
+	if c.SpecTokens == 0 {
+		return
+	}
+	o.Notes = append(o.Notes, fmt.Sprintf("speculative decoding: each decode step drafts %d token(s) a sequence (one layer pass each) and verifies %d; a sequence gains %g tokens a step on average, so tpot is a step over %g. The draft's weights are not counted in memory, and the intervals come from measured runs that do not say whether they drafted",
+		c.SpecTokens, c.SpecTokens+1, c.SpecAccept, c.SpecAccept))
 }
 
 // noteDPFromTP records that role's tp was read as attention data parallelism.
@@ -235,7 +252,8 @@ func baseConfig(env Env, q Query) (perf.Config, error) {
 		}
 	}
 	return perf.Config{Model: m, Device: dev, Backend: be, Weights: wp, KV: kvp, EP: q.EP,
-		MaxBatchedTokens: q.MaxBatchedTokens, MaxSeqs: q.MaxSeqs, MemoryUtilization: q.GPUMemoryUtilization}, nil
+		MaxBatchedTokens: q.MaxBatchedTokens, MaxSeqs: q.MaxSeqs, MemoryUtilization: q.GPUMemoryUtilization,
+		SpecTokens: q.SpecTokens, SpecAccept: q.SpecAccept}, nil
 }
 
 // Run answers one query. When the model does not fit, the returned Output
@@ -260,8 +278,9 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 	dev := base.Device
 	wl := serving.Workload{ISL: q.ISL, OSL: q.OSL, Concurrency: q.Concurrency}
 	out := &Output{Model: base.Model.Name, Device: dev.Name(), Backend: string(base.Backend), ISL: q.ISL, OSL: q.OSL,
-		Harness: string(opt.Harness)}
+		Harness: string(opt.Harness), SpecTokens: base.SpecTokens, SpecAccept: base.SpecAccept}
 	out.noteContext(base.Model, q.ISL+q.OSL)
+	out.noteSpec(base)
 	var res *serving.Result
 	var cfgUsed perf.Config
 	switch q.Mode {

@@ -45,6 +45,9 @@ func TestRunErrors(t *testing.T) {
 		{func(q *Query) { q.ISL = -1 }, "isl"},
 		{func(q *Query) { q.Harness = "open-loop" }, "harness: \"open-loop\" is not a harness; use one of steady, burst, queued"},
 		{func(q *Query) { q.Harness, q.RequestsPerUser = "burst", 1 }, "requests_per_user: 1; use at least 2"},
+		{func(q *Query) { q.SpecTokens = 3 }, "spec_accept: required with spec_tokens 3"},
+		{func(q *Query) { q.SpecTokens, q.SpecAccept = 2, 3.5 }, "spec_accept: 3.5 must be 1 to spec_tokens+1 (3)"},
+		{func(q *Query) { q.Mode, q.SpecAccept = "disagg", 2 }, "spec_accept: 2 needs spec_tokens"},
 	}
 	for _, tc := range cases {
 		q := Defaults()
@@ -422,6 +425,36 @@ func TestNoteWideTPSuggestsValidEP(t *testing.T) {
 		o.noteWideTP("", perf.Config{Model: &mm, TP: c.tp, EP: 1, DP: 1})
 		if len(o.Notes) != 1 || !strings.HasSuffix(o.Notes[0], fmt.Sprintf("give dp %d, tp 1 and ep %d to price that", c.tp, c.ep)) {
 			t.Errorf("%d experts at tp %d: notes %q, want ep %d", c.experts, c.tp, o.Notes, c.ep)
+		}
+	}
+}
+
+// Speculative decoding shortens a light load's tpot by about the tokens a
+// step gains, in both modes, and the output says what it assumed.
+func TestRunSpeculativeDecoding(t *testing.T) {
+	for _, mode := range []string{"agg", "disagg"} {
+		q := Defaults()
+		q.Mode, q.Concurrency, q.OSL = mode, 2, 300
+		if mode == "disagg" {
+			q.PrefillWorkers, q.DecodeWorkers = 1, 1
+		}
+		plain, err := Run(env(), q, serving.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.SpecTokens, q.SpecAccept = 3, 2.5
+		spec, err := Run(env(), q, serving.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := plain.TPOTms / spec.TPOTms; r < 1.8 || r > 2.5 {
+			t.Errorf("%s: tpot %.2f ms plain, %.2f ms speculative: %.2fx, want 1.8-2.5x at 2 users", mode, plain.TPOTms, spec.TPOTms, r)
+		}
+		if spec.SpecTokens != 3 || spec.SpecAccept != 2.5 || plain.SpecTokens != 0 {
+			t.Errorf("%s: output echoes spec %d/%g (plain %d)", mode, spec.SpecTokens, spec.SpecAccept, plain.SpecTokens)
+		}
+		if !strings.Contains(strings.Join(spec.Notes, " "), "speculative decoding: each decode step drafts 3") {
+			t.Errorf("%s: notes %q", mode, spec.Notes)
 		}
 	}
 }

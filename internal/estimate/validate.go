@@ -3,6 +3,8 @@ package estimate
 import (
 	"fmt"
 	"math"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // Bounds of one query: past them a query is a mistake, or work no
@@ -52,5 +54,5 @@ func (q *Query) Validate() error {
 	case math.IsNaN(q.GPUMemoryUtilization) || q.GPUMemoryUtilization < 0 || q.GPUMemoryUtilization > 1:
 		return fmt.Errorf("gpu_memory_utilization: %g must be in (0, 1] (0: the backend's default)", q.GPUMemoryUtilization)
 	}
-	return nil
+	return perf.CheckSpec(q.SpecTokens, q.SpecAccept)
 }

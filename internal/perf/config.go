@@ -5,6 +5,7 @@ package perf
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -60,6 +61,14 @@ type Config struct {
 	MaxSeqs          int
 	// MemoryUtilization overrides the backend default when > 0.
 	MemoryUtilization float64
+	// SpecTokens > 0 turns on speculative decoding (MTP, EAGLE or a draft
+	// head): each decode step drafts SpecTokens tokens a sequence, one
+	// draft layer pass each, and the target verifies them in one step.
+	// SpecAccept is the mean tokens a sequence gains per step (accepted
+	// drafts plus the target's own), 1 to SpecTokens+1: the engines'
+	// "mean acceptance length".
+	SpecTokens int
+	SpecAccept float64
 	// DPFromTP is set by normalise when TP did not divide an MoE model's
 	// attention heads and was read as TensorRT-LLM and SGLang read their
 	// tp under attention DP: the worker's GPU count, with attention data
@@ -140,6 +149,9 @@ func (c *Config) normalise(p *Params) error {
 	case c.Model.MoE != nil && c.EP > c.Model.MoE.Experts:
 		return fmt.Errorf("ep: %d exceeds the %d experts; use at most %d expert-parallel ranks", c.EP, c.Model.MoE.Experts, c.Model.MoE.Experts)
 	}
+	if err := CheckSpec(c.SpecTokens, c.SpecAccept); err != nil {
+		return err
+	}
 	if !c.Device.Whole() && c.TP*c.PP*c.DP > 1 {
 		return fmt.Errorf("tp x pp x dp = %d on %s: slices (MIG, vGPU) have no peer-to-peer links, so a worker on slices must use tp=1 pp=1 dp=1", c.TP*c.PP*c.DP, c.Device.Name())
 	}
@@ -197,4 +209,25 @@ func divisorsUpTo(n, most int) string {
 		}
 	}
 	return strings.Join(ds, ", ")
+}
+
+// MaxSpecTokens bounds the drafted tokens per step; engines draft a few.
+const MaxSpecTokens = 16
+
+// CheckSpec validates speculative decoding's drafted tokens k and mean
+// acceptance length a. The acceptance length is the user's to give: it
+// depends on the draft, the model and the traffic, and a default would be
+// a guess.
+func CheckSpec(k int, a float64) error {
+	switch {
+	case k < 0 || k > MaxSpecTokens:
+		return fmt.Errorf("spec_tokens: %d must be 0 (no speculative decoding) to %d drafted tokens a step", k, MaxSpecTokens)
+	case k == 0 && a != 0:
+		return fmt.Errorf("spec_accept: %g needs spec_tokens, the tokens drafted a step (MTP or EAGLE: often 1 to 3)", a)
+	case k > 0 && a == 0:
+		return fmt.Errorf("spec_accept: required with spec_tokens %d: the mean tokens a sequence gains per decode step (1 to %d), which vLLM and SGLang log as the mean acceptance length", k, k+1)
+	case k > 0 && (math.IsNaN(a) || a < 1 || a > float64(k+1)):
+		return fmt.Errorf("spec_accept: %g must be 1 to spec_tokens+1 (%d): the mean tokens a sequence gains per decode step, which vLLM and SGLang log as the mean acceptance length", a, k+1)
+	}
+	return nil
 }

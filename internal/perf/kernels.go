@@ -261,9 +261,10 @@ func (o *opModel) denseLayer(w *Worker, tokens int, denseMLP bool) float64 {
 	return t
 }
 
-// stepTime is FixedStepTime on the kernel tables, for a batch with tokens.
-func (o *opModel) stepTime(w *Worker, b Batch) float64 {
-	tokens := b.PrefillTokens + b.DecodeSeqs
+// stepTime is FixedStepTime on the kernel tables, for a batch with tokens
+// (verify extra query tokens on each decoding sequence).
+func (o *opModel) stepTime(w *Worker, b Batch, verify int) float64 {
+	tokens := b.PrefillTokens + b.DecodeSeqs*(1+verify)
 	m := w.cfg.Model
 	layers := float64(m.Layers)
 	moeLayers := float64(m.MoELayers())

@@ -201,7 +201,10 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		perCtxFlops = 2 * headsGPU * float64(2*m.MLA.KVLoraRank+m.MLA.QKRopeHeadDim)
 	}
 	perCtx := DecodeAttentionPerToken(perCtxBytes, perCtxFlops, w.attnPeak, w.attnBW)
-	w.decodeCtxCost = float64(m.FullAttentionLayers()) * perCtx / w.pp
+	// A speculative step's verify puts 1+SpecTokens queries a sequence on
+	// each cached token: one read, that many times the FLOPs.
+	verify := float64(1 + cfg.SpecTokens)
+	w.decodeCtxCost = float64(m.FullAttentionLayers()) * DecodeAttentionPerToken(perCtxBytes, verify*perCtxFlops, w.attnPeak, w.attnBW) / w.pp
 	if sp := m.Sparse; sp != nil {
 		// Decode: the indexer scores every cached token, attention reads
 		// the top k of them (taken as full: contexts past k).
@@ -244,6 +247,10 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	}
 	if w.decode != nil {
 		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.decode.beta
+	}
+	if k := float64(cfg.SpecTokens); k > 0 {
+		// Each draft pass runs one layer's attention over the context.
+		w.decodeCtxCost *= 1 + k/layers
 	}
 	if w.linState > 0 {
 		// Engines reserve a state slot per sequence up front (SGLang's
@@ -318,15 +325,41 @@ func (w *Worker) StepTime(b Batch) float64 {
 	return w.FixedStepTime(b) + w.decodeCtxCost*b.DecodeCtx
 }
 
-// FixedStepTime is StepTime without the decode-context term.
+// TokensPerStep is the tokens a decoding sequence gains per engine step:
+// the mean acceptance length under speculative decoding, else one.
+func (w *Worker) TokensPerStep() float64 {
+	if w.cfg.SpecTokens > 0 {
+		return w.cfg.SpecAccept
+	}
+	return 1
+}
+
+// FixedStepTime is StepTime without the decode-context term. Under
+// speculative decoding a step verifies 1+k tokens of each decoding
+// sequence (the linear and MoE layers, the per-token costs and the output
+// head see them all) after k draft passes of one layer and the head each.
 func (w *Worker) FixedStepTime(b Batch) float64 {
-	tokens := float64(b.PrefillTokens+b.DecodeSeqs) / w.pp
+	k := w.cfg.SpecTokens
+	if k == 0 || b.DecodeSeqs == 0 {
+		return w.fixedStepTime(b, 0)
+	}
+	n := b.DecodeSeqs
+	draft := w.fixedStepTime(Batch{DecodeSeqs: n, Sampled: n}, 0)/float64(w.cfg.Model.Layers) + w.lmHead(float64(n))
+	v := b
+	v.Sampled += n * k
+	return w.fixedStepTime(v, k) + float64(k)*draft
+}
+
+// fixedStepTime prices b with verify extra query tokens on each decoding
+// sequence.
+func (w *Worker) fixedStepTime(b Batch, verify int) float64 {
+	tokens := float64(b.PrefillTokens+b.DecodeSeqs*(1+verify)) / w.pp
 	if tokens <= 0 {
 		return 0
 	}
 	var t float64
 	if w.ops != nil {
-		t = w.ops.stepTime(w, b)
+		t = w.ops.stepTime(w, b, verify)
 	} else {
 		t = w.rooflineStep(b, tokens)
 	}

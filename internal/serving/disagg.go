@@ -106,7 +106,7 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 			return nil, nil, 0, err
 		}
 		if ps.decode, err = l.addWorkers(engine.Config{Role: engine.Decode, MaxBatchedTokens: dc.MaxBatchedTokens,
-			MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain}, d.DecodeWorkers, dc.DP, 0, d.Decode, ds); err != nil {
+			MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain, TokensPerStep: d.Decode.TokensPerStep()}, d.DecodeWorkers, dc.DP, 0, d.Decode, ds); err != nil {
 			return nil, nil, 0, err
 		}
 		var nextID int64
