@@ -67,6 +67,60 @@ func TestSingleRequestTiming(t *testing.T) {
 	}
 }
 
+// arrival is one request of a random workload.
+type arrival struct {
+	at       float64
+	isl, osl int
+}
+
+// randomArrivals is 60 requests with exponential gaps and random sizes.
+func randomArrivals(rng *rand.Rand) []arrival {
+	var arr []arrival
+	at := 0.0
+	for i := 0; i < 60; i++ {
+		at += rng.ExpFloat64() * 0.05
+		arr = append(arr, arrival{at, 1 + rng.IntN(1500), 1 + rng.IntN(300)})
+	}
+	return arr
+}
+
+// runArrivals submits arr to a fresh engine as their times come and drains it.
+func runArrivals(t *testing.T, cfg Config, cost Cost, arr []arrival) (*recorder, *Engine) {
+	t.Helper()
+	rec := newRecorder()
+	e, err := New(cfg, cost, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range arr {
+		for e.NextEvent() <= a.at {
+			e.Advance()
+		}
+		if err := e.Submit(&Request{ID: int64(i), ISL: a.isl, OSL: a.osl}, a.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, e)
+	return rec, e
+}
+
+// checkSameEvents fails unless ff and plain finished every request of n,
+// at the same times (and, with first, gave first tokens at the same times).
+func checkSameEvents(t *testing.T, seed uint64, n int, ff, plain *recorder, first bool) {
+	t.Helper()
+	if len(ff.done) != n || len(plain.done) != n {
+		t.Fatalf("seed %d: completed %d / %d of %d", seed, len(ff.done), len(plain.done), n)
+	}
+	for id, want := range plain.done {
+		if got := ff.done[id]; math.Abs(got-want) > 1e-9*math.Max(1, want) {
+			t.Fatalf("seed %d request %d: finish %.12f with fast-forward, %.12f without", seed, id, got, want)
+		}
+		if got, want := ff.first[id], plain.first[id]; first && math.Abs(got-want) > 1e-9*math.Max(1, want) {
+			t.Fatalf("seed %d request %d: first token %.12f vs %.12f", seed, id, got, want)
+		}
+	}
+}
+
 // TestFastForwardMatchesPlainLoop is the brute-force oracle for the
 // closed-form fast-forward: random arrivals and sizes, both engines must
 // produce the same event times.
@@ -74,49 +128,22 @@ func TestFastForwardMatchesPlainLoop(t *testing.T) {
 	for seed := uint64(1); seed <= 30; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		cfg := Config{MaxBatchedTokens: 64 + rng.IntN(2048), MaxSeqs: 1 + rng.IntN(32), KVTokens: 4000 + rng.IntN(40000)}
-		cost := linearCost{base: 1e-3 * rng.Float64(), perToken: 1e-5 * rng.Float64(), perCtx: 1e-7 * rng.Float64()}
-		type arrival struct {
-			at       float64
-			isl, osl int
-		}
-		var arr []arrival
-		at := 0.0
-		for i := 0; i < 60; i++ {
-			at += rng.ExpFloat64() * 0.05
-			arr = append(arr, arrival{at, 1 + rng.IntN(1500), 1 + rng.IntN(300)})
-		}
-		run := func(noFF bool) *recorder {
-			rec := newRecorder()
-			c := cfg
-			c.NoFastForward = noFF
-			e, err := New(c, cost, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, a := range arr {
-				for e.NextEvent() <= a.at {
-					e.Advance()
-				}
-				if err := e.Submit(&Request{ID: int64(i), ISL: a.isl, OSL: a.osl}, a.at); err != nil {
-					t.Fatal(err)
-				}
-			}
-			drain(t, e)
-			return rec
-		}
-		ff, plain := run(false), run(true)
-		if len(ff.done) != len(arr) || len(plain.done) != len(arr) {
-			t.Fatalf("seed %d: completed %d / %d of %d", seed, len(ff.done), len(plain.done), len(arr))
-		}
-		for id, want := range plain.done {
-			if got := ff.done[id]; math.Abs(got-want) > 1e-9*math.Max(1, want) {
-				t.Fatalf("seed %d request %d: finish %.12f with fast-forward, %.12f without", seed, id, got, want)
-			}
-			if got, want := ff.first[id], plain.first[id]; math.Abs(got-want) > 1e-9*math.Max(1, want) {
-				t.Fatalf("seed %d request %d: first token %.12f vs %.12f", seed, id, got, want)
-			}
-		}
+		checkFastForward(t, seed, rng, cfg)
 	}
+}
+
+// checkFastForward runs a random workload on cfg with and without the
+// fast-forward and fails unless the events match; it returns the engine
+// that fast-forwarded.
+func checkFastForward(t *testing.T, seed uint64, rng *rand.Rand, cfg Config) *Engine {
+	t.Helper()
+	cost := linearCost{base: 1e-3 * rng.Float64(), perToken: 1e-5 * rng.Float64(), perCtx: 1e-7 * rng.Float64()}
+	arr := randomArrivals(rng)
+	ff, eff := runArrivals(t, cfg, cost, arr)
+	cfg.NoFastForward = true
+	plain, _ := runArrivals(t, cfg, cost, arr)
+	checkSameEvents(t, seed, len(arr), ff, plain, true)
+	return eff
 }
 
 func TestPreemptionKeepsEveryRequest(t *testing.T) {

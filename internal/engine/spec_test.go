@@ -39,47 +39,7 @@ func TestSpeculativeFastForwardMatchesPlainLoop(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		cfg := Config{MaxBatchedTokens: 64 + rng.IntN(2048), MaxSeqs: 1 + rng.IntN(32), KVTokens: 4000 + rng.IntN(40000),
 			TokensPerStep: 1 + 3*rng.Float64()}
-		cost := linearCost{base: 1e-3 * rng.Float64(), perToken: 1e-5 * rng.Float64(), perCtx: 1e-7 * rng.Float64()}
-		type arrival struct {
-			at       float64
-			isl, osl int
-		}
-		var arr []arrival
-		at := 0.0
-		for i := 0; i < 60; i++ {
-			at += rng.ExpFloat64() * 0.05
-			arr = append(arr, arrival{at, 1 + rng.IntN(1500), 1 + rng.IntN(300)})
-		}
-		run := func(noFF bool) (*recorder, *Engine) {
-			rec := newRecorder()
-			c := cfg
-			c.NoFastForward = noFF
-			e, err := New(c, cost, rec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, a := range arr {
-				for e.NextEvent() <= a.at {
-					e.Advance()
-				}
-				if err := e.Submit(&Request{ID: int64(i), ISL: a.isl, OSL: a.osl}, a.at); err != nil {
-					t.Fatal(err)
-				}
-			}
-			drain(t, e)
-			return rec, e
-		}
-		ff, eff := run(false)
-		plain, _ := run(true)
-		if len(ff.done) != len(arr) || len(plain.done) != len(arr) {
-			t.Fatalf("seed %d: completed %d / %d of %d", seed, len(ff.done), len(plain.done), len(arr))
-		}
-		for id, want := range plain.done {
-			if got := ff.done[id]; math.Abs(got-want) > 1e-9*math.Max(1, want) {
-				t.Fatalf("seed %d request %d: finish %.12f with fast-forward, %.12f without", seed, id, got, want)
-			}
-		}
-		if u := eff.kvUsed(); math.Abs(u) > 1e-6 {
+		if u := checkFastForward(t, seed, rng, cfg).kvUsed(); math.Abs(u) > 1e-6 {
 			t.Fatalf("seed %d: cache holds %g tokens after every request left", seed, u)
 		}
 	}
