@@ -76,17 +76,18 @@ func (m *Model) PrefillRate(isl, ttftMs, pct float64) float64 {
 	return ranks(m.Prefill) * QueueRateAt(t1, s, ttftMs, pct)
 }
 
-// DecodeITL is the step time (ms) of a replica holding batch requests at
+// DecodeITL is the time per token (ms) of a replica holding batch requests at
 // mid-answer context, spread over its ranks.
 func (m *Model) DecodeITL(isl, osl, batch float64) float64 {
 	return m.rankITL(isl, osl, batch/ranks(m.Decode))
 }
 
-// rankITL is the step time (ms) of one rank decoding batch requests.
+// rankITL is the time per token (ms) of one rank decoding batch requests:
+// its step time, over the tokens a step gains under speculative decoding.
 func (m *Model) rankITL(isl, osl, batch float64) float64 {
 	b := math.Max(1, math.Ceil(batch))
 	ctx := isl + osl/2
-	return m.Decode.StepTime(perf.Batch{DecodeSeqs: int(b), DecodeCtx: b * ctx, Sampled: int(b)}) * 1e3
+	return m.Decode.StepTime(perf.Batch{DecodeSeqs: int(b), DecodeCtx: b * ctx, Sampled: int(b)}) * 1e3 / m.Decode.TokensPerStep()
 }
 
 // DecodeRate is the most req/s a replica takes inside itlMs: on each rank

@@ -11,7 +11,11 @@ import (
 	"github.com/gpuplane/gpuplane/internal/serving"
 )
 
-func model(t testing.TB, decodeTP int) *Model {
+func model(t testing.TB, decodeTP int) *Model { return specModel(t, decodeTP, 0, 0) }
+
+// specModel is model with speculative decoding (k drafted tokens, mean
+// acceptance a) on the decode workers.
+func specModel(t testing.TB, decodeTP, k int, a float64) *Model {
 	c := catalog.MustDefault()
 	m, _ := c.Model("Qwen/Qwen3-32B")
 	d, _ := c.Device("h100_sxm", "")
@@ -19,7 +23,7 @@ func model(t testing.TB, decodeTP int) *Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dw, err := perf.NewWorker(perf.Config{Model: m, Device: d, Weights: catalog.FP8, TP: decodeTP}, perf.MustDefaultParams())
+	dw, err := perf.NewWorker(perf.Config{Model: m, Device: d, Weights: catalog.FP8, TP: decodeTP, SpecTokens: k, SpecAccept: a}, perf.MustDefaultParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +39,31 @@ func model(t testing.TB, decodeTP int) *Model {
 // low load matches a one-user prefill run.
 func TestAgreesWithEngineLoop(t *testing.T) {
 	cm := model(t, 4)
+	checkDecodeAgrees(t, cm)
+	one, err := serving.PrefillOnly(cm.Prefill, serving.Workload{ISL: 4000, OSL: 2, Concurrency: 1}, serving.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	transfer := perf.KVTransferTime(4000, cm.Prefill, cm.Decode, true) * 1e3
+	if got := cm.PrefillTTFT(4000, 0, 0); math.Abs(got-transfer-one.TTFTms)/one.TTFTms > 0.02 {
+		t.Errorf("prefill: analytic %.1f ms (with %.1f ms hand-off), engine loop %.1f ms", got, transfer, one.TTFTms)
+	}
+}
+
+// Under speculative decoding the ITL is a step over the tokens it gains,
+// in the analytic model as in the engine loop.
+func TestSpeculativeDecodeAgreesWithEngineLoop(t *testing.T) {
+	spec, plain := specModel(t, 4, 3, 2.5), model(t, 4)
+	if a, b := spec.DecodeITL(4000, 500, 1), plain.DecodeITL(4000, 500, 1); a > b/2 {
+		t.Errorf("one request: %.2f ms a token speculative, %.2f ms plain; want under half at 2.5 tokens a step", a, b)
+	}
+	checkDecodeAgrees(t, spec)
+}
+
+// checkDecodeAgrees compares the decode rate at a 30 ms ITL with a
+// decode-only engine run at the batch it came from.
+func checkDecodeAgrees(t *testing.T, cm *Model) {
+	t.Helper()
 	isl, osl := 4000.0, 500.0
 	rate := cm.DecodeRate(isl, osl, 30)
 	// The batch the rate came from: the largest inside the ITL.
@@ -52,13 +81,8 @@ func TestAgreesWithEngineLoop(t *testing.T) {
 	if math.Abs(run.RequestsPerS-rate)/rate > 0.05 {
 		t.Errorf("decode: analytic %.2f req/s at batch %d, engine loop %.2f", rate, batch, run.RequestsPerS)
 	}
-	one, err := serving.PrefillOnly(cm.Prefill, serving.Workload{ISL: int(isl), OSL: 2, Concurrency: 1}, serving.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	transfer := perf.KVTransferTime(int(isl), cm.Prefill, cm.Decode, true) * 1e3
-	if got := cm.PrefillTTFT(isl, 0, 0); math.Abs(got-transfer-one.TTFTms)/one.TTFTms > 0.02 {
-		t.Errorf("prefill: analytic %.1f ms (with %.1f ms hand-off), engine loop %.1f ms", got, transfer, one.TTFTms)
+	if itl := cm.DecodeITL(isl, osl, float64(batch)); math.Abs(run.TPOTms-itl)/itl > 0.05 {
+		t.Errorf("decode: analytic ITL %.2f ms at batch %d, engine loop %.2f", itl, batch, run.TPOTms)
 	}
 }
 

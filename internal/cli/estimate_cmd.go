@@ -222,6 +222,8 @@ func addWorkerFlags(fl *pflag.FlagSet, q *estimate.Query) {
 	fl.StringVar(&q.Precision, "precision", q.Precision, "weight precision: bf16, fp8, int8 (w8a8), w4a16 (AWQ/GPTQ) or fp4 (default: a named model's own, a quantised checkpoint's or the native one; fp8 for the reference scenario when no model is named)")
 	fl.StringVar(&q.Backend, "backend", q.Backend, "serving engine: vllm, sglang or trtllm")
 	fl.IntVar(&q.TP, "tp", q.TP, "tensor parallelism of an aggregated worker")
+	fl.IntVar(&q.SpecTokens, "spec-tokens", 0, "speculative decoding (MTP, EAGLE): tokens drafted per decode step (default 0: none)")
+	fl.Float64Var(&q.SpecAccept, "spec-accept", 0, "speculative decoding: mean tokens a sequence gains per decode step, 1 to spec-tokens+1 (the engine's mean acceptance length)")
 }
 
 func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
@@ -249,8 +251,6 @@ func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
 	fl.IntVar(&q.MaxBatchedTokens, "max-batched-tokens", 0, "token budget of one engine iteration (default: the backend's)")
 	fl.IntVar(&q.MaxSeqs, "max-seqs", 0, "sequences per iteration (default: the backend's)")
 	fl.Float64Var(&q.GPUMemoryUtilization, "gpu-memory-utilization", 0, "share of GPU memory the engine uses (default: the backend's)")
-	fl.IntVar(&q.SpecTokens, "spec-tokens", 0, "speculative decoding (MTP, EAGLE): tokens drafted per decode step (default 0: none)")
-	fl.Float64Var(&q.SpecAccept, "spec-accept", 0, "speculative decoding: mean tokens a sequence gains per decode step, 1 to spec-tokens+1 (the engine's mean acceptance length)")
 	fl.StringVar(&q.Harness, "harness", "", "benchmark client to reproduce: steady (a running deployment), burst (every user fires at once, all requests measured) or queued (burst, requests stamped when queued)")
 	fl.IntVar(&q.RequestsPerUser, "requests-per-user", 0, "requests each user sends (default 4 steady, 5 burst or queued)")
 }

@@ -22,11 +22,15 @@ import (
 
 // Scenario is the file format.
 type Scenario struct {
-	Model           string     `json:"model"`
-	GPU             string     `json:"gpu"`
-	Slice           string     `json:"slice,omitempty"`
-	Precision       string     `json:"precision,omitempty"`
-	Backend         string     `json:"backend,omitempty"`
+	Model     string `json:"model"`
+	GPU       string `json:"gpu"`
+	Slice     string `json:"slice,omitempty"`
+	Precision string `json:"precision,omitempty"`
+	Backend   string `json:"backend,omitempty"`
+	// SpecTokens and SpecAccept run every pool with speculative decoding
+	// (perf.Config): tokens drafted a step, mean tokens gained a step.
+	SpecTokens      int        `json:"specTokens,omitempty"`
+	SpecAccept      float64    `json:"specAccept,omitempty"`
 	Deployment      Deployment `json:"deployment"`
 	Workload        Workload   `json:"workload"`
 	SLO             SLO        `json:"slo"`
@@ -246,6 +250,9 @@ func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest 
 			return nil, nil, fmt.Errorf("precision: %w", err)
 		}
 	}
+	if err := perf.CheckSpec(s.SpecTokens, s.SpecAccept); err != nil {
+		return nil, nil, fmt.Errorf("specTokens/specAccept: %w", err)
+	}
 	mkWorker := func(field string, p *Pool) (*perf.Worker, error) {
 		if p == nil {
 			return nil, fmt.Errorf("deployment.%s: missing", field)
@@ -253,7 +260,8 @@ func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest 
 		if p.Replicas < 0 {
 			return nil, fmt.Errorf("deployment.%s.replicas: must be >= 0", field)
 		}
-		w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: be, Weights: prec, TP: p.TP, EP: p.EP, DP: p.DP}, params)
+		w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: be, Weights: prec, TP: p.TP, EP: p.EP, DP: p.DP,
+			SpecTokens: s.SpecTokens, SpecAccept: s.SpecAccept}, params)
 		if err != nil {
 			return nil, fmt.Errorf("deployment.%s: %w", field, err)
 		}
