@@ -116,7 +116,7 @@ func (o *Output) noteSpec(c perf.Config) {
 	if c.SpecTokens == 0 {
 		return
 	}
-	o.Notes = append(o.Notes, fmt.Sprintf("speculative decoding: each decode step drafts %d token(s) a sequence (one layer pass each) and verifies %d; a sequence gains %g tokens a step on average, so tpot is a step over %g. The draft's weights are not counted in memory, and the intervals come from measured runs that do not say whether they drafted",
+	o.Notes = append(o.Notes, fmt.Sprintf("speculative decoding: each decode step drafts %d token(s) a sequence (one layer pass each) and verifies %d; a sequence gains %g tokens a step on average, so tpot is a step over %g. The draft is held as one more layer (weights and cache); the intervals come from measured runs that do not say whether they drafted",
 		c.SpecTokens, c.SpecTokens+1, c.SpecAccept, c.SpecAccept))
 }
 

@@ -37,6 +37,11 @@ func (w *Worker) WeightsBytesPerGPU() float64 {
 		perLayer += w.moeLayerFrac * (w.routedExperts*w.expertParams + w.hidden*w.routedExperts/w.tp)
 	}
 	emb := m.EmbeddingParams() / w.tp / w.pp
+	if w.cfg.SpecTokens > 0 {
+		// The draft (an MTP module, an EAGLE head) is about one more layer,
+		// held whole by the stage that runs it.
+		layers++
+	}
 	return layers*perLayer*w.wBytes + emb*catalog.BF16.Bytes()
 }
 
@@ -59,7 +64,11 @@ func (w *Worker) Memory() Memory {
 	weights, act, reserve := w.fixedBytes()
 	state := w.linState * float64(w.cfg.MaxSeqs)
 	kv := w.cacheBytes(weights, act, reserve) - state
-	perTok := float64(w.cfg.Model.FullAttentionLayers())/w.pp*w.kvElemsGPU*w.cfg.KV.Bytes() + w.idxBytesTok
+	attnLayers := float64(w.cfg.Model.FullAttentionLayers()) / w.pp
+	if w.cfg.SpecTokens > 0 {
+		attnLayers++ // the draft layer caches its own keys and values
+	}
+	perTok := attnLayers*w.kvElemsGPU*w.cfg.KV.Bytes() + w.idxBytesTok
 	tokens := 0
 	if kv > 0 {
 		tokens = int(kv / perTok)

@@ -71,3 +71,22 @@ func TestSpeculativeStepTime(t *testing.T) {
 		t.Errorf("prompt-only step %.3f ms with speculation, %.3f ms without", 1e3*a, 1e3*c)
 	}
 }
+
+// The draft is one more layer: its weights and its share of every token's
+// cache are held, so the cache holds fewer tokens.
+func TestSpeculativeMemory(t *testing.T) {
+	plain := worker(t, "Qwen/Qwen3-32B", "h100_sxm", "", catalog.FP8, 1)
+	spec := catalogWorker(t, "Qwen/Qwen3-32B", "h100_sxm", "", Config{Weights: catalog.FP8, TP: 1, SpecTokens: 2, SpecAccept: 2}, MustDefaultParams())
+	layers := float64(plain.Config().Model.Layers)
+	pm, sm := plain.Memory(), spec.Memory()
+	emb := plain.Config().Model.EmbeddingParams() * catalog.BF16.Bytes() / (1 << 30)
+	if got, want := sm.WeightsGiB-pm.WeightsGiB, (pm.WeightsGiB-emb)/layers; math.Abs(got-want) > 1e-9 {
+		t.Errorf("draft weights %.3f GiB, want one layer's %.3f GiB", got, want)
+	}
+	if got, want := sm.KVBytesPerToken/pm.KVBytesPerToken, (layers+1)/layers; math.Abs(got-want) > 1e-12 {
+		t.Errorf("cache per token %.4fx, want %.4fx (one more layer)", got, want)
+	}
+	if sm.KVTokens >= pm.KVTokens {
+		t.Errorf("cache holds %d tokens with the draft, %d without", sm.KVTokens, pm.KVTokens)
+	}
+}
