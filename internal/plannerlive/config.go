@@ -32,6 +32,10 @@ type Config struct {
 		DecodeEP  int `json:"decodeEp,omitempty"`
 		PrefillDP int `json:"prefillDp,omitempty"`
 		DecodeDP  int `json:"decodeDp,omitempty"`
+		// SpecTokens and SpecAccept: the decode workers' speculative
+		// decoding (drafted tokens a step, mean tokens gained a step).
+		SpecTokens int     `json:"specTokens,omitempty"`
+		SpecAccept float64 `json:"specAccept,omitempty"`
 	} `json:"engine"`
 	Metrics struct {
 		// Engine is whose metric names to read: vllm (default) or sglang.
@@ -105,7 +109,11 @@ func (c *Config) Build(env estimate.Env) (*planner.Planner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
+	if err := perf.CheckSpec(e.SpecTokens, e.SpecAccept); err != nil {
+		return nil, fmt.Errorf("engine.specTokens/specAccept: %w", err)
+	}
 	pc, dc := base, base
+	dc.SpecTokens, dc.SpecAccept = e.SpecTokens, e.SpecAccept
 	pc.TP, dc.TP = max(e.PrefillTP, 1), max(e.DecodeTP, 1)
 	pc.EP, dc.EP, pc.DP, dc.DP = e.PrefillEP, e.DecodeEP, e.PrefillDP, e.DecodeDP
 	pw, err := perf.NewWorker(pc, env.Params)

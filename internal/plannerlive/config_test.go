@@ -86,3 +86,24 @@ func TestConfigAttentionDP(t *testing.T) {
 		t.Errorf("decode ep 7 of dp 8: got %v, want an error naming engine.decode and ep: 7", err)
 	}
 }
+
+// The decode pool's speculative decoding reaches the capacity model; a
+// half-given setting is refused by name.
+func TestConfigSpeculativeDecode(t *testing.T) {
+	env := estimate.Env{Catalog: catalog.MustDefault(), Params: perf.MustDefaultParams()}
+	doc := strings.Replace(good, "decodeTp: 4}", "decodeTp: 4, specTokens: 3, specAccept: 2.5}", 1)
+	c, err := ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Build(env); err != nil {
+		t.Fatal(err)
+	}
+	half, err := ParseConfig([]byte(strings.Replace(good, "decodeTp: 4}", "decodeTp: 4, specTokens: 3}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := half.Build(env); err == nil || !strings.Contains(err.Error(), "engine.specTokens/specAccept: spec_accept: required") {
+		t.Errorf("specTokens without specAccept: %v", err)
+	}
+}
