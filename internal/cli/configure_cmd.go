@@ -378,6 +378,11 @@ func emitManifests(g *globals, f *configureFlags, req configure.Request, res *co
 		return fmt.Errorf("--emit %s: %w", f.emit, err)
 	}
 	fmt.Fprintf(g.stderr, "chosen: %s (%s)\n", configure.Describe(*res.Best), strings.TrimSpace(res.Best.Why))
+	if req.SpecTokens > 0 {
+		// The draft's method and weights are not something the search knows.
+		g.log.Warn("the manifests carry no speculative-decoding flags: add the engine's draft (MTP or EAGLE) with the tokens the search assumed, or the deployment will miss its ITL",
+			"spec_tokens", req.SpecTokens, "spec_accept", req.SpecAccept)
+	}
 	_, err = g.stdout.Write(out)
 	return err
 }
