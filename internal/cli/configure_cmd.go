@@ -34,6 +34,7 @@ type configureFlags struct {
 	pick                   string
 	explain                bool
 	emit, driver, name, ns string
+	specDraft              string
 	image, reportFile      string
 }
 
@@ -129,6 +130,7 @@ finalists re-run as whole deployments. With no flags it searches Qwen3-32B in fp
 	fl.Float64Var(&r.Confidence, "confidence", 0, "pick deployments whose SLA holds with this probability (0.5-0.99), from the held-out spread of the predictions (0: judge the predictions as they are)")
 	fl.BoolVar(&f.explain, "explain", false, "say why the winner wins and why the runners-up lose")
 	fl.StringVar(&f.emit, "emit", "", "write the chosen deployment as manifests to stdout instead of the result: k8s or dynamo")
+	fl.StringVar(&f.specDraft, "spec-draft", "", "with --emit and --spec-tokens: the EAGLE-3 draft model the workers load (default: the model's own MTP layers)")
 	fl.StringVar(&f.driver, "dra-driver", manifest.DriverGPUPlane, "DRA driver the claims select devices of: gpuplane (gpu.gpuplane.io) or nvidia (gpu.nvidia.com)")
 	fl.StringVar(&f.name, "name", "", "name prefix of emitted objects (default: from the model)")
 	fl.StringVar(&f.ns, "namespace", "", "namespace of emitted objects")
@@ -260,6 +262,9 @@ func runConfigure(g *globals, cmd *cobra.Command, f *configureFlags) error {
 	if f.emit != "" && f.emit != "k8s" && f.emit != "dynamo" {
 		return fmt.Errorf("--emit: %q is not k8s or dynamo", f.emit)
 	}
+	if f.specDraft != "" && (f.emit == "" || req.SpecTokens == 0) {
+		return fmt.Errorf("--spec-draft %q: names the draft the emitted workers load; give it with --emit and --spec-tokens", f.specDraft)
+	}
 	// Checked before the search: the API server would refuse them after it.
 	if f.name != "" {
 		if errs := validation.IsDNS1123Label(f.name); len(errs) > 0 {
@@ -365,6 +370,9 @@ func emitManifests(g *globals, f *configureFlags, req configure.Request, res *co
 	}
 	o := manifest.Options{Name: f.name, Namespace: f.ns, Driver: f.driver, Image: f.image, Model: res.Checkpoint,
 		Backend: res.Backend, Catalog: env.Catalog}
+	if req.SpecTokens > 0 {
+		o.Spec = &manifest.Speculative{Tokens: req.SpecTokens, Accept: req.SpecAccept, Draft: f.specDraft}
+	}
 	if o.Quantization, o.KVCache, err = manifest.Precisions(env.Catalog, res.Checkpoint, res.Precision); err != nil {
 		return fmt.Errorf("--emit: %w", err)
 	}
@@ -378,10 +386,9 @@ func emitManifests(g *globals, f *configureFlags, req configure.Request, res *co
 		return fmt.Errorf("--emit %s: %w", f.emit, err)
 	}
 	fmt.Fprintf(g.stderr, "chosen: %s (%s)\n", configure.Describe(*res.Best), strings.TrimSpace(res.Best.Why))
-	if req.SpecTokens > 0 {
-		// The draft's method and weights are not something the search knows.
-		g.log.Warn("the manifests carry no speculative-decoding flags: add the engine's draft (MTP or EAGLE) with the tokens the search assumed, or the deployment will miss its ITL",
-			"spec_tokens", req.SpecTokens, "spec_accept", req.SpecAccept)
+	if req.SpecTokens > 0 && f.specDraft == "" {
+		g.log.Warn("the decoding workers draft with the model's own MTP layers; a model without them needs --spec-draft (an EAGLE-3 draft)",
+			"model", res.Checkpoint, "spec_tokens", req.SpecTokens)
 	}
 	_, err = g.stdout.Write(out)
 	return err

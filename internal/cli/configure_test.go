@@ -94,6 +94,8 @@ func TestConfigureErrors(t *testing.T) {
 		{[]string{"configure", "--pool", badPool}, `unknown field "pool[0].price"`},
 		{[]string{"configure", "--pool", badPool, "--gpu", "l4"}, "not both"},
 		{[]string{"configure", "--ttft", "5", "--itl", "1", "--emit", "k8s"}, "misses the SLO"},
+		{[]string{"configure", "--spec-draft", "org/draft"}, "--spec-draft \"org/draft\": names the draft the emitted workers load"},
+		{[]string{"configure", "--spec-tokens", "2"}, "spec_accept: required with spec_tokens 2"},
 		{[]string{"configure", "--gpu", "h300"}, "pool[0].device"},
 		{[]string{"configure", "-f", "missing.yaml"}, "-f"},
 	}
@@ -220,5 +222,16 @@ func TestExamplePoolUsesTheA10s(t *testing.T) {
 	}
 	if used == 0 {
 		t.Error("no candidate meeting the SLO uses the pool's A10 halves")
+	}
+}
+
+// configure --emit with a draft writes it into the decoding workers.
+func TestConfigureEmitsSpeculativeDecoding(t *testing.T) {
+	out, stderr, err := run(t, "configure", "--emit", "k8s", "--spec-tokens", "2", "--spec-accept", "1.9", "--spec-draft", "org/eagle3-draft")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, `"method":"eagle3","model":"org/eagle3-draft","num_speculative_tokens":2`) {
+		t.Errorf("no EAGLE-3 speculative config in the manifests:\n%s", out)
 	}
 }

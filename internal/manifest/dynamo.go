@@ -71,7 +71,10 @@ func Dynamo(c configure.Config, o Options) ([]byte, error) {
 		if p == nil {
 			continue
 		}
-		args := append(DynamoArgs(o.Backend, o.Model, p), o.precisionArgs()...)
+		if o.Backend == "trtllm" && o.specOptions(p) != "" {
+			return nil, fmt.Errorf("speculative decoding: Dynamo's TensorRT-LLM worker reads its draft from an engine config file, which this DynamoGraphDeployment does not carry; emit k8s, or add speculative_config to the worker's --extra-engine-args yourself")
+		}
+		args := append(append(DynamoArgs(o.Backend, o.Model, p), o.precisionArgs()...), o.specArgs(p)...)
 		svc := map[string]any{
 			"componentType": "worker",
 			"replicas":      p.Workers,

@@ -158,7 +158,10 @@ func (o *Options) container(p *configure.Pool) (corev1.Container, map[string]str
 			image = o.FrontendImage
 		}
 	}
-	args := append(EngineArgs(o.Backend, o.Model, p), o.precisionArgs()...)
+	args := append(append(EngineArgs(o.Backend, o.Model, p), o.precisionArgs()...), o.specArgs(p)...)
+	if o.Backend == "trtllm" && trtllmOptions(p) == "" && o.specOptions(p) != "" {
+		args = append(args, "--extra_llm_api_options", configDir+"/"+trtllmOptionsFile)
+	}
 	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(Port)}}
 	c := corev1.Container{
 		Name:    "engine",
@@ -179,7 +182,7 @@ func (o *Options) container(p *configure.Pool) (corev1.Container, map[string]str
 		c.Env = append(c.Env, corev1.EnvVar{Name: "HF_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: o.HFTokenSecret}, Key: "HF_TOKEN", Optional: ptr.To(true)}}})
 	}
-	if opts := trtllmOptions(p); o.Backend == "trtllm" && opts != "" {
+	if opts := trtllmOptions(p) + o.specOptions(p); o.Backend == "trtllm" && opts != "" {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: configDir, ReadOnly: true})
 		return c, map[string]string{trtllmOptionsFile: opts}
 	}

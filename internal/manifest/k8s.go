@@ -63,6 +63,9 @@ type Options struct {
 	// FrontendImage is gpuplane's image, which runs the router (and the
 	// emulated engine); default: DefaultGPUPlaneImage.
 	FrontendImage string
+	// Spec, when set, turns on the draft the search priced in the
+	// decoding workers.
+	Spec *Speculative
 }
 
 // Port is the engines' HTTP port.
