@@ -87,6 +87,26 @@ type EngineSpec struct {
 	// HFTokenSecret names a Secret whose key HF_TOKEN the workers read.
 	// +optional
 	HFTokenSecret string `json:"hfTokenSecret,omitempty"`
+	// Speculative turns on speculative decoding in the decoding workers:
+	// the plan is sized for it and the workers run the draft.
+	// +optional
+	Speculative *SpeculativeSpec `json:"speculative,omitempty"`
+}
+
+// SpeculativeSpec is the draft the decoding workers run (MTP layers of the
+// model, or an EAGLE-3 draft model).
+type SpeculativeSpec struct {
+	// Tokens is how many tokens are drafted per decode step.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Tokens int32 `json:"tokens"`
+	// AcceptanceLength is the mean tokens a sequence gains per step, 1 to
+	// tokens+1 (the engine's logged mean acceptance length), e.g. "2.4".
+	AcceptanceLength resource.Quantity `json:"acceptanceLength"`
+	// Draft is an EAGLE-3 draft model; empty: the model's own MTP layers.
+	// +kubebuilder:validation:MaxLength=200
+	// +optional
+	Draft string `json:"draft,omitempty"`
 }
 
 // SLOSpec is the latency target.

@@ -23,6 +23,7 @@ import (
 	"github.com/gpuplane/gpuplane/api/v1alpha1"
 	"github.com/gpuplane/gpuplane/internal/configure"
 	"github.com/gpuplane/gpuplane/internal/manifest"
+	"github.com/gpuplane/gpuplane/internal/operator/plan"
 )
 
 // planAnnotation on a pool's Deployment records the plan it was made
@@ -58,6 +59,9 @@ func (r *Reconciler) objects(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan) (
 		Model: sd.Spec.Model.Name, Backend: backend, Catalog: r.Env.Catalog, HFTokenSecret: sd.Spec.Engine.HFTokenSecret,
 		ModelCacheClaim: sd.Spec.Serving.ModelCacheClaim, NodeSelector: sd.Spec.Serving.NodeSelector,
 		FrontendImage: r.FrontendImage, Labels: map[string]string{ownerLabel: sd.Name}}
+	if s := sd.Spec.Engine.Speculative; s != nil {
+		o.Spec = &manifest.Speculative{Tokens: int(s.Tokens), Accept: plan.Acceptance(s), Draft: s.Draft}
+	}
 	// Emulated workers take the same precisions, so they price what a real
 	// engine would run.
 	q, kv, err := manifest.Precisions(r.Env.Catalog, sd.Spec.Model.Name, sd.Spec.Engine.Precision)

@@ -130,6 +130,9 @@ func (r *Reconciler) plannerFor(sd *v1alpha1.ServingDeployment, p *v1alpha1.Plan
 	cfg.Engine.PrefillTP, cfg.Engine.DecodeTP = int(pre.TP), int(dec.TP)
 	cfg.Engine.PrefillEP, cfg.Engine.DecodeEP = int(pre.EP), int(dec.EP)
 	cfg.Engine.PrefillDP, cfg.Engine.DecodeDP = int(pre.DP), int(dec.DP)
+	if s := sd.Spec.Engine.Speculative; s != nil {
+		cfg.Engine.SpecTokens, cfg.Engine.SpecAccept = int(s.Tokens), plan.Acceptance(s)
+	}
 	if d := ps.ScaleDownSeconds; d != nil {
 		cfg.Planner.Cooldown, cfg.Planner.Stabilization = float64(*d), float64(*d)
 	}

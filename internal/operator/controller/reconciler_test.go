@@ -259,3 +259,23 @@ func TestExampleServingDeployment(t *testing.T) {
 		t.Fatalf("the example plans %+v; the walk-through shows disagg on h100_sxm (conditions %+v)", p, got.Status.Conditions)
 	}
 }
+
+// spec.engine.speculative sizes the plan for the draft and starts the
+// decode workers with it; the prefill workers, which do not decode, run
+// none.
+func TestReconcileSpeculativeDecoding(t *testing.T) {
+	sd := sdFor(500)
+	sd.Spec.Engine.Speculative = &v1alpha1.SpeculativeSpec{Tokens: 2, AcceptanceLength: resource.MustParse("1.9")}
+	r, c, _ := setup(t, sd)
+	reconcileOnce(t, r)
+	for role, want := range map[string]bool{"decode": true, "prefill": false} {
+		var d appsv1.Deployment
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "llm", Name: "qwen-" + role}, &d); err != nil {
+			t.Fatal(err)
+		}
+		args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
+		if got := strings.Contains(args, "--spec-tokens 2 --spec-accept 1.9"); got != want {
+			t.Errorf("%s worker args %q: drafting %v, want %v", role, args, got, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuplane/gpuplane/api/v1alpha1"
 	"github.com/gpuplane/gpuplane/internal/configure"
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // Backend is the engine the performance model plans for: the emulated
@@ -34,6 +35,16 @@ func Percentile(s string) (float64, error) {
 	return v, nil
 }
 
+// Acceptance is the draft's acceptance length as written ("2.4" is 2.4,
+// where the quantity's approximation would give 2.4000000000000004).
+func Acceptance(s *v1alpha1.SpeculativeSpec) float64 {
+	v, err := strconv.ParseFloat(s.AcceptanceLength.AsDec().String(), 64)
+	if err != nil {
+		return s.AcceptanceLength.AsApproximateFloat64()
+	}
+	return v
+}
+
 // Request is configure's search for the spec on the free devices; maxGPUs
 // bounds the physical GPUs (the smaller of the budget and what is free).
 func Request(spec *v1alpha1.ServingDeploymentSpec, pool []configure.PoolEntry, maxGPUs int) (configure.Request, error) {
@@ -56,6 +67,12 @@ func Request(spec *v1alpha1.ServingDeploymentSpec, pool []configure.PoolEntry, m
 	}
 	if w, kv, ok := strings.Cut(r.Precision, "/"); ok {
 		r.Precision, r.KVPrecision = w, kv
+	}
+	if s := spec.Engine.Speculative; s != nil {
+		r.SpecTokens, r.SpecAccept = int(s.Tokens), Acceptance(s)
+		if err := perf.CheckSpec(r.SpecTokens, r.SpecAccept); err != nil {
+			return configure.Request{}, fmt.Errorf("spec.engine.speculative (tokens %d, acceptanceLength %s): %w", s.Tokens, s.AcceptanceLength.String(), err)
+		}
 	}
 	switch {
 	case spec.Traffic.RequestsPerSecond != nil:

@@ -102,3 +102,19 @@ func TestStatusFromSearch(t *testing.T) {
 		t.Errorf("Unmet %q", u)
 	}
 }
+
+// spec.engine.speculative reaches the search; an acceptance length the
+// tokens cannot reach is refused with the field named.
+func TestRequestSpeculative(t *testing.T) {
+	pool := []configure.PoolEntry{{Device: "h100_sxm", Count: 8, GPUsPerNode: 8}}
+	s := spec()
+	s.Engine.Speculative = &v1alpha1.SpeculativeSpec{Tokens: 3, AcceptanceLength: resource.MustParse("2.4")}
+	r, err := Request(s, pool, 8)
+	if err != nil || r.SpecTokens != 3 || r.SpecAccept != 2.4 {
+		t.Errorf("speculative: %d / %g, %v", r.SpecTokens, r.SpecAccept, err)
+	}
+	s.Engine.Speculative.AcceptanceLength = resource.MustParse("5")
+	if _, err := Request(s, pool, 8); err == nil || !strings.Contains(err.Error(), "spec.engine.speculative (tokens 3, acceptanceLength 5)") {
+		t.Errorf("acceptance 5 of 3 tokens: %v", err)
+	}
+}
