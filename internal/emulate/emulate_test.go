@@ -57,35 +57,11 @@ func TestRealtimeTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ch, err := srv.RT.Submit(2000, 50, "length")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var seen []int
-		for range 10000 {
-			clk.add(time.Millisecond)
-			srv.RT.advance()
-			done := false
-			for !done {
-				select {
-				case n, ok := <-ch:
-					if !ok {
-						done = true
-						break
-					}
-					seen = append(seen, n)
-				default:
-					done = true
-				}
-			}
-			if len(seen) > 0 && (seen[len(seen)-1] == 50 || role == "prefill" && seen[len(seen)-1] == 1) {
-				break
-			}
-		}
 		want := 50
 		if role == "prefill" {
 			want = 1
 		}
+		seen := streamOnFakeClock(t, srv, clk, 50, want)
 		if len(seen) == 0 || seen[len(seen)-1] != want {
 			t.Fatalf("%s: tokens %v, want to end at %d", role, seen, want)
 		}
@@ -95,6 +71,38 @@ func TestRealtimeTokens(t *testing.T) {
 			}
 		}
 	}
+}
+
+// streamOnFakeClock submits a 2000-token prompt for osl tokens and steps
+// the clock a millisecond at a time until the stream reaches last,
+// returning every token count it sent.
+func streamOnFakeClock(t *testing.T, srv *Server, clk *fakeClock, osl, last int) []int {
+	t.Helper()
+	ch, err := srv.RT.Submit(2000, osl, "length")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []int
+	for range 10000 {
+		clk.add(time.Millisecond)
+		srv.RT.advance()
+		for drained := false; !drained; {
+			select {
+			case n, ok := <-ch:
+				if ok {
+					seen = append(seen, n)
+				} else {
+					drained = true
+				}
+			default:
+				drained = true
+			}
+		}
+		if len(seen) > 0 && seen[len(seen)-1] == last {
+			break
+		}
+	}
+	return seen
 }
 
 func serve(t *testing.T) (*httptest.Server, *Server) {

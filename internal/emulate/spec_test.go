@@ -19,30 +19,7 @@ func TestRealtimeSpeculativeBursts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := srv.RT.Submit(2000, 50, "length")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen []int
-	for range 10000 {
-		clk.add(time.Millisecond)
-		srv.RT.advance()
-		for drained := false; !drained; {
-			select {
-			case n, ok := <-ch:
-				if ok {
-					seen = append(seen, n)
-				} else {
-					drained = true
-				}
-			default:
-				drained = true
-			}
-		}
-		if len(seen) > 0 && seen[len(seen)-1] == 50 {
-			break
-		}
-	}
+	seen := streamOnFakeClock(t, srv, clk, 50, 50)
 	if len(seen) == 0 || seen[len(seen)-1] != 50 {
 		t.Fatalf("tokens %v, want to end at 50", seen)
 	}
