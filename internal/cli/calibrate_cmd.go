@@ -196,6 +196,6 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 	cmd.Flags().IntVar(&maxEvals, "max-evals", 1500, "cap on objective evaluations during --fit")
 	cmd.Flags().Float64Var(&ttftWeight, "ttft-weight", 1, "weight of TTFT errors against TPOT and throughput errors in --fit")
 	cmd.Flags().StringVar(&harness, "harness", string(calibrate.DefaultHarness), "benchmark client the measured runs are predicted under: steady, burst or queued")
-	cmd.AddCommand(newCalibrateHarnessesCmd(g), newCalibrateDecisionsCmd(g), newCalibrateKernelsCmd(g), newCalibrateMoECmd(g), newCalibrateOpsCmd(g), newCalibrateHandoffCmd(g), newCalibrateADPCmd(g), newCalibratePoolsCmd(g), newCalibrateTTFTFloorCmd(g), newCalibrateFrontendCmd(g))
+	cmd.AddCommand(newCalibrateHarnessesCmd(g), newCalibrateDecisionsCmd(g), newCalibrateKernelsCmd(g), newCalibrateMoECmd(g), newCalibrateOpsCmd(g), newCalibrateHandoffCmd(g), newCalibrateADPCmd(g), newCalibratePoolsCmd(g), newCalibrateTTFTFloorCmd(g), newCalibrateFrontendCmd(g), newCalibrateSpecCmd(g))
 	return cmd
 }

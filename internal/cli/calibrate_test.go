@@ -495,3 +495,25 @@ func runTermSearch(t *testing.T, cmd string, keep func(map[string]string) bool) 
 	}
 	return dir, params, rep
 }
+
+// calibrate spec prints the runs priced with and without drafting, the
+// held-out rows and each fold's pick; a bad grid is refused by name.
+func TestCalibrateSpec(t *testing.T) {
+	dir := sharedtest.Path(t, "calibration")
+	out, stderr, err := run(t, "calibrate", "spec", "--data", dir, "--backend", "trtllm", "--model", "deepseek-ai/DeepSeek-R1",
+		"--mode", "disagg", "--max-concurrency", "256", "--cv", "system")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"without drafting", "held out by system", "fold system b200_sxm (trtllm)", "3 drafted, "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if !strings.Contains(stderr, "[7/7] acceptance 4 over ") {
+		t.Errorf("no progress on stderr: %q", stderr)
+	}
+	if _, _, err := run(t, "calibrate", "spec", "--data", dir, "--grid", "2,3"); err == nil || !strings.Contains(err.Error(), "must start at 0") {
+		t.Errorf("grid without 0: %v", err)
+	}
+}
