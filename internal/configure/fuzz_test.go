@@ -14,6 +14,7 @@ func FuzzParseFile(f *testing.F) {
 		}
 	}
 	f.Add([]byte("apiVersion: gpuplane.io/v1alpha1\nkind: ServingRequest\nspec: {model: x, sla: {ttft: -1}}\n"))
+	f.Add([]byte("apiVersion: gpuplane.io/v1alpha1\nkind: ServingRequest\nspec: {model: x, specTokens: 3, specAccept: 9, sla: {itl: 30}}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rf, err := ParseFile(b)
 		if err != nil {
