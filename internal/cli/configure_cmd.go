@@ -322,6 +322,9 @@ func writeConfigureTable(g *globals, res *configure.Result, explain bool) error 
 		fmt.Fprintf(w, ", E2E <= %g ms", res.SLA.E2Ems)
 	}
 	fmt.Fprintf(w, "; pick %s\n", res.Pick)
+	if res.SpecTokens > 0 {
+		fmt.Fprintf(w, "speculative decoding: %d drafted, %g gained a step (every candidate priced with it)\n", res.SpecTokens, res.SpecAccept)
+	}
 	if c := res.SLAAtConfidence; c != nil {
 		fmt.Fprintf(w, "confidence %g: predictions held to TTFT <= %.0f ms, ITL <= %.1f ms (the held-out spread of such runs)\n", res.Confidence, c.TTFTms, c.ITLms)
 	}

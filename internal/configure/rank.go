@@ -13,6 +13,7 @@ import (
 // result ranks the verified candidates and assembles the answer.
 func (s *search) result(deps []*deployment) *Result {
 	res := &Result{ISL: s.r.ISL, OSL: s.r.OSL, SLA: s.r.SLA, Pick: s.r.Pick, Load: s.r.RequestRate, Users: s.r.Concurrency,
+		SpecTokens: s.r.SpecTokens, SpecAccept: s.r.SpecAccept,
 		Judged: "ttft " + slo.Stat(s.r.SLA.TTFTPercentile) + ", itl " + slo.Stat(s.r.SLA.ITLPercentile)}
 	res.Model, res.Backend, res.Precision = s.resolved()
 	if m, err := s.env.Catalog.Model(res.Model); err == nil {

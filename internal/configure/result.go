@@ -106,6 +106,10 @@ type Result struct {
 	ISL        int    `json:"isl"`
 	OSL        int    `json:"osl"`
 	SLA        SLA    `json:"sla"`
+	// SpecTokens and SpecAccept are the speculative decoding every
+	// candidate was priced with (0: none).
+	SpecTokens int     `json:"spec_tokens,omitempty"`
+	SpecAccept float64 `json:"spec_accept,omitempty"`
 	// Confidence and SLAAtConfidence: with a confidence, the targets the
 	// predictions were held to so that measured runs meet SLA that often.
 	Confidence      float64 `json:"confidence,omitempty"`

@@ -16,6 +16,9 @@ func TestSearchWithSpeculativeDecoding(t *testing.T) {
 	if plain.Best == nil || spec.Best == nil {
 		t.Fatal("no best deployment")
 	}
+	if spec.SpecTokens != 3 || spec.SpecAccept != 2.4 || plain.SpecTokens != 0 {
+		t.Errorf("results say drafting %d/%g (plain %d)", spec.SpecTokens, spec.SpecAccept, plain.SpecTokens)
+	}
 	if spec.Best.TokensPerSPerGPU <= 1.2*plain.Best.TokensPerSPerGPU {
 		t.Errorf("best %.0f tok/s/GPU with speculation, %.0f without: want at least 1.2x under a 30 ms ITL", spec.Best.TokensPerSPerGPU, plain.Best.TokensPerSPerGPU)
 	}

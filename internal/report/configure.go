@@ -108,12 +108,16 @@ func WriteConfigure(w io.Writer, res *configure.Result) error {
 		miss = res.Unreachable.Message
 	}
 	sla := fmt.Sprintf("TTFT <= %g ms, ITL <= %g ms", res.SLA.TTFTms, res.SLA.ITLms)
+	spec := ""
+	if res.SpecTokens > 0 {
+		spec = fmt.Sprintf(", drafting %d (%g gained a step)", res.SpecTokens, res.SpecAccept)
+	}
 	if res.SLA.E2Ems > 0 {
 		sla += fmt.Sprintf(", E2E <= %g ms", res.SLA.E2Ems)
 	}
 	return configurePage.Execute(w, map[string]any{
 		"Title":    "gpuplane configure: " + res.Model,
-		"Subtitle": fmt.Sprintf("%s, %s, ISL %d / OSL %d, %s, pick %s", res.Backend, res.Precision, res.ISL, res.OSL, sla, res.Pick),
+		"Subtitle": fmt.Sprintf("%s, %s%s, ISL %d / OSL %d, %s, pick %s", res.Backend, res.Precision, spec, res.ISL, res.OSL, sla, res.Pick),
 		"Miss":     miss, "Plot": ParetoSVG(res), "Explain": res.Explain, "Rows": rows, "Priced": priced, "Front": res.Pareto,
 		"Count": fmt.Sprintf("%d candidate deployments evaluated from %d engine simulations.", res.CandidatesEvaluated, res.Simulations),
 	})
