@@ -81,14 +81,7 @@ func FitSpecAccept(env estimate.Env, cases []Case, k int, grid []float64, by []s
 	res := &SpecResult{Tokens: k, Grid: grid, Picked: grid[best], Without: Summarise(preds[0], 0), AtPicked: Summarise(preds[best], 0)}
 	pick := func(keep func(Case) bool) (int, int) { return gridPick(preds, cases, keep) }
 	for gi, key := range keys {
-		ho := TermHeldOut{By: by[gi], Loss: map[perf.Backend]float64{}}
-		held := make([]Prediction, len(cases))
-		for _, f := range gridFolds(cases, key, pick) {
-			for _, j := range f.cases {
-				held[j] = preds[f.index][j]
-			}
-			ho.Folds = append(ho.Folds, TermFold{Held: f.held, Backend: f.backend, Value: grid[f.index], Cases: len(f.cases)})
-		}
+		ho, held := foldsHeldOut(by[gi], key, cases, preds, grid, pick)
 		for _, b := range perf.Backends {
 			if l, n := gridLoss(held, cases, func(c Case) bool { return caseBackend(c) == b }); n > 0 {
 				ho.Loss[b] = l

@@ -118,14 +118,7 @@ func FitTerm(env estimate.Env, cases []Case, term Term, grid []float64, by []str
 		carries[b] = true
 	}
 	for gi, key := range keys {
-		ho := TermHeldOut{By: by[gi], Loss: map[perf.Backend]float64{}}
-		held := make([]Prediction, len(cases))
-		for _, f := range gridFolds(cases, key, pick) {
-			for _, j := range f.cases {
-				held[j] = preds[f.index][j]
-			}
-			ho.Folds = append(ho.Folds, TermFold{Held: f.held, Backend: f.backend, Value: grid[f.index], Cases: len(f.cases)})
-		}
+		ho, held := foldsHeldOut(by[gi], key, cases, preds, grid, pick)
 		for b := range picked {
 			ho.Loss[b], _ = gridLoss(held, cases, func(c Case) bool { return caseBackend(c) == b })
 			carries[b] = carries[b] && ho.Loss[b] < res.WithoutLoss[b]
@@ -148,6 +141,21 @@ func FitTerm(env estimate.Env, cases []Case, term Term, grid []float64, by []str
 	}
 	res.Without, res.Kept = Summarise(preds[0], 0), Summarise(kept, 0)
 	return res, nil
+}
+
+// foldsHeldOut scores each group of key at the grid value picked without it:
+// the held-out predictions, and the folds that say which value each got.
+func foldsHeldOut(by string, key func(Case) string, cases []Case, preds [][]Prediction, grid []float64,
+	pick func(keep func(Case) bool) (int, int)) (TermHeldOut, []Prediction) {
+	ho := TermHeldOut{By: by, Loss: map[perf.Backend]float64{}}
+	held := make([]Prediction, len(cases))
+	for _, f := range gridFolds(cases, key, pick) {
+		for _, j := range f.cases {
+			held[j] = preds[f.index][j]
+		}
+		ho.Folds = append(ho.Folds, TermFold{Held: f.held, Backend: f.backend, Value: grid[f.index], Cases: len(f.cases)})
+	}
+	return ho, held
 }
 
 // Params is start with the chosen values (0 for a backend without runs).
