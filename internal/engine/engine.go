@@ -201,7 +201,7 @@ func New(cfg Config, cost Cost, sink Sink) (*Engine, error) {
 // it (re)entered the queue. Real-time callers stream by it.
 func (e *Engine) Generated(r *Request) int {
 	if i := r.heapIndex; i >= 0 && i < len(e.decoding) && e.decoding[i] == r {
-		return min(r.OSL, r.generated+e.gained(r))
+		return min(r.OSL, r.generated+e.gainedBy(r, e.decodeStep))
 	}
 	return r.generated
 }
@@ -284,7 +284,7 @@ func (e *Engine) Abort(r *Request, now float64) {
 	}
 	if i := r.heapIndex; i >= 0 && i < len(e.decoding) && e.decoding[i] == r {
 		if r.finishStep > e.decodeStep+1 {
-			r.OSL = max(1, min(r.OSL, r.generated+int(e.adv*float64(e.decodeStep+1-r.stepAtJoin))))
+			r.OSL = max(1, min(r.OSL, r.generated+e.gainedBy(r, e.decodeStep+1)))
 			r.finishStep = e.decodeStep + 1
 			heap.Fix(&e.decoding, i)
 			if e.busy && e.itSteps > 1 {
@@ -365,9 +365,10 @@ func (e *Engine) held(r *Request) float64 {
 	return float64(r.ctxAtJoin) + e.adv*float64(e.decodeStep-r.stepAtJoin)
 }
 
-// gained is the whole tokens a decoding request generated since it joined.
-func (e *Engine) gained(r *Request) int {
-	return int(e.adv*float64(e.decodeStep-r.stepAtJoin) + 1e-9)
+// gainedBy is the whole tokens a decoding request has generated since it
+// joined, once decode step step is done.
+func (e *Engine) gainedBy(r *Request, step int64) int {
+	return int(e.adv*float64(step-r.stepAtJoin) + 1e-9)
 }
 
 // preemptNewest evicts the most recently joined decoding request; it is
@@ -381,7 +382,7 @@ func (e *Engine) preemptNewest() {
 	}
 	r := heap.Remove(&e.decoding, newest).(*Request)
 	e.ctxSum -= e.held(r)
-	r.generated = min(r.generated+e.gained(r), r.OSL-1)
+	r.generated = min(r.generated+e.gainedBy(r, e.decodeStep), r.OSL-1)
 	r.target = r.ISL + r.generated
 	r.prefilled = 0
 	r.Preemptions++
