@@ -85,9 +85,7 @@ func (m *Model) DecodeITL(isl, osl, batch float64) float64 {
 // rankITL is the time per token (ms) of one rank decoding batch requests:
 // its step time, over the tokens a step gains under speculative decoding.
 func (m *Model) rankITL(isl, osl, batch float64) float64 {
-	b := math.Max(1, math.Ceil(batch))
-	ctx := isl + osl/2
-	return m.Decode.StepTime(perf.Batch{DecodeSeqs: int(b), DecodeCtx: b * ctx, Sampled: int(b)}) * 1e3 / m.Decode.TokensPerStep()
+	return m.Decode.DecodeTokenTime(int(math.Max(1, math.Ceil(batch))), isl+osl/2) * 1e3
 }
 
 // DecodeRate is the most req/s a replica takes inside itlMs: on each rank

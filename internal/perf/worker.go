@@ -334,6 +334,13 @@ func (w *Worker) TokensPerStep() float64 {
 	return 1
 }
 
+// DecodeTokenTime is the time per generated token of n sequences decoding
+// at a mean context of ctx tokens: a decode step over the tokens a step
+// gains (more than one under speculative decoding).
+func (w *Worker) DecodeTokenTime(n int, ctx float64) float64 {
+	return w.StepTime(Batch{DecodeSeqs: n, DecodeCtx: float64(n) * ctx, Sampled: n}) / w.TokensPerStep()
+}
+
 // FixedStepTime is StepTime without the decode-context term. Under
 // speculative decoding a step verifies 1+k tokens of each decoding
 // sequence (the linear and MoE layers, the per-token costs and the output

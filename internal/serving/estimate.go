@@ -146,7 +146,7 @@ func simulate(build setup, wl Workload, rounds int, burst, plain, queued bool) (
 func stagger(l *loop, wl Workload, w *perf.Worker, perWorker int, next func(float64) error) {
 	n := min(perWorker, w.Config().MaxSeqs)
 	isl, osl := float64(wl.ISL), float64(wl.OSL)
-	decode := w.StepTime(perf.Batch{DecodeSeqs: n, DecodeCtx: float64(n) * (isl + osl/2), Sampled: n}) / w.TokensPerStep()
+	decode := w.DecodeTokenTime(n, isl+osl/2)
 	prefill := w.StepTime(perf.Batch{PrefillTokens: wl.ISL, PrefillSeqs: 1, PrefillPairs: isl * isl / 2, Sampled: 1})
 	span := prefill + (osl-1)*decode
 	for u := 0; u < wl.Concurrency; u++ {

@@ -41,7 +41,7 @@ func PoolSizes(prefill, decode *perf.Worker, wl Workload, decodeWorkers int) (in
 	}
 	batch := ceilDiv(wl.Concurrency, decodeEngines)
 	ctx := float64(wl.ISL) + float64(wl.OSL)/2
-	tpot := decode.StepTime(perf.Batch{DecodeSeqs: batch, DecodeCtx: float64(batch) * ctx, Sampled: batch}) / decode.TokensPerStep()
+	tpot := decode.DecodeTokenTime(batch, ctx)
 
 	perPrompt, rate := prefillRate(prefill, wl.ISL, wl.Concurrency)
 	cycle := perPrompt + float64(wl.OSL-1)*tpot
