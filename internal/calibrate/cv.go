@@ -12,6 +12,23 @@ import (
 // CVUnits are what cross-validation may hold out.
 var CVUnits = []string{"model", "system", "campaign"}
 
+// cvKeys is cvKey for each grouping of by, the searches' held-out
+// groupings; search names the search in the error for an empty list.
+func cvKeys(search string, by []string, cat *catalog.Catalog) ([]func(Case) string, error) {
+	if len(by) == 0 {
+		return nil, fmt.Errorf("%s: name at least one grouping to hold out (model, system or campaign)", search)
+	}
+	keys := make([]func(Case) string, len(by))
+	for i, b := range by {
+		k, err := cvKey(b, cat)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = k
+	}
+	return keys, nil
+}
+
 // cvKey returns the grouping of a cross-validation unit. Models and
 // systems are grouped by their catalog names: the data files spell one GPU
 // or model in several ways (h100_sxm, "H100 SXM 80GB"), and a fold must

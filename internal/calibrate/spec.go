@@ -45,16 +45,9 @@ func FitSpecAccept(env estimate.Env, cases []Case, k int, grid []float64, by []s
 			return nil, fmt.Errorf("acceptance grid: %w", err)
 		}
 	}
-	if len(by) == 0 {
-		return nil, fmt.Errorf("spec: name at least one grouping to hold out (model, system or campaign)")
-	}
-	keys := make([]func(Case) string, len(by))
-	for i, b := range by {
-		key, err := cvKey(b, env.Catalog)
-		if err != nil {
-			return nil, err
-		}
-		keys[i] = key
+	keys, err := cvKeys("spec", by, env.Catalog)
+	if err != nil {
+		return nil, err
 	}
 	cases = servingRuns(cases, func(Case) bool { return true })
 	if len(cases) == 0 {

@@ -73,16 +73,9 @@ type TermResult struct {
 // scored at the value picked on the others; a backend keeps its value only
 // if its held-out runs come out better than at 0 under every grouping.
 func FitTerm(env estimate.Env, cases []Case, term Term, grid []float64, by []string, progress func(i, n int, v float64)) (*TermResult, error) {
-	if len(by) == 0 {
-		return nil, fmt.Errorf("%s: name at least one grouping to hold out (model, system or campaign)", term.Name)
-	}
-	keys := make([]func(Case) string, len(by))
-	for i, b := range by {
-		k, err := cvKey(b, env.Catalog)
-		if err != nil {
-			return nil, err
-		}
-		keys[i] = k
+	keys, err := cvKeys(term.Name, by, env.Catalog)
+	if err != nil {
+		return nil, err
 	}
 	if len(grid) == 0 || grid[0] != 0 {
 		return nil, fmt.Errorf("%s grid %v: must start at 0 %s, the baseline", term.Name, grid, term.Unit)
