@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultImages are the engines' public images, pinned to releases whose
-// flags EngineArgs writes; override with --image.
+// flags engineArgs writes; override with --image.
 var DefaultImages = map[string]string{
 	"vllm":   "vllm/vllm-openai:v0.11.0",
 	"sglang": "lmsysorg/sglang:v0.5.3-cu126",
@@ -63,8 +63,8 @@ func ranks(p *configure.Pool) int { return max(p.DP, 1) }
 func rankBatch(p *configure.Pool) int { return (p.Batch + ranks(p) - 1) / ranks(p) }
 
 // trtllmOptions is the extra LLM API options file of a TensorRT-LLM worker
-// of p, empty when it needs none.
-func trtllmOptions(p *configure.Pool) string {
+// of p (its draft included), empty when it needs none.
+func (o *Options) trtllmOptions(p *configure.Pool) string {
 	var s string
 	if p.Role != "agg" {
 		s += trtllmDisagg
@@ -72,13 +72,13 @@ func trtllmOptions(p *configure.Pool) string {
 	if p.DP > 1 {
 		s += trtllmADP
 	}
-	return s
+	return s + o.specOptions(p)
 }
 
-// EngineArgs is the command line of one worker of pool p.
-func EngineArgs(backend, model string, p *configure.Pool) []string {
-	pp := max(p.PP, 1)
-	switch backend {
+// engineArgs is the command line of one worker of pool p.
+func (o *Options) engineArgs(p *configure.Pool) []string {
+	pp, model := max(p.PP, 1), o.Model
+	switch o.Backend {
 	case Emulate:
 		a := []string{"gpuplane", "emulate", "--model", model, "--gpu", p.Device, "--tp", itoa(p.TP), "--role", p.Role,
 			"--max-num-seqs", itoa(rankBatch(p)), "--host", "0.0.0.0", "--port", itoa(Port)}
@@ -100,7 +100,7 @@ func EngineArgs(backend, model string, p *configure.Pool) []string {
 		if p.EP > 1 {
 			a = append(a, "--ep_size", itoa(p.EP))
 		}
-		if trtllmOptions(p) != "" {
+		if o.trtllmOptions(p) != "" {
 			a = append(a, "--extra_llm_api_options", configDir+"/"+trtllmOptionsFile)
 		}
 		return a
@@ -158,10 +158,7 @@ func (o *Options) container(p *configure.Pool) (corev1.Container, map[string]str
 			image = o.FrontendImage
 		}
 	}
-	args := append(append(EngineArgs(o.Backend, o.Model, p), o.precisionArgs()...), o.specArgs(p)...)
-	if o.Backend == "trtllm" && trtllmOptions(p) == "" && o.specOptions(p) != "" {
-		args = append(args, "--extra_llm_api_options", configDir+"/"+trtllmOptionsFile)
-	}
+	args := append(append(o.engineArgs(p), o.precisionArgs()...), o.specArgs(p)...)
 	health := corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(Port)}}
 	c := corev1.Container{
 		Name:    "engine",
@@ -182,7 +179,7 @@ func (o *Options) container(p *configure.Pool) (corev1.Container, map[string]str
 		c.Env = append(c.Env, corev1.EnvVar{Name: "HF_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: o.HFTokenSecret}, Key: "HF_TOKEN", Optional: ptr.To(true)}}})
 	}
-	if opts := trtllmOptions(p) + o.specOptions(p); o.Backend == "trtllm" && opts != "" {
+	if opts := o.trtllmOptions(p); o.Backend == "trtllm" && opts != "" {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "config", MountPath: configDir, ReadOnly: true})
 		return c, map[string]string{trtllmOptionsFile: opts}
 	}
