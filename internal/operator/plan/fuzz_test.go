@@ -16,6 +16,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add(`{"model":{"name":"Qwen/Qwen3-32B-FP8"},"slo":{"ttftMilliseconds":500,"itlMilliseconds":30,"percentile":"p90"},"traffic":{"inputTokens":4000,"outputTokens":500,"requestsPerSecond":"0.5"}}`)
 	f.Add(`{"model":{"name":""},"slo":{"percentile":"p1e9"},"traffic":{"inputTokens":-1,"outputTokens":0,"users":-5}}`)
 	f.Add(`{"engine":{"precision":"fp8/"},"slo":{"ttftMilliseconds":-1},"traffic":{"requestsPerSecond":"-2"}}`)
+	f.Add(`{"model":{"name":"Qwen/Qwen3-32B"},"engine":{"speculative":{"tokens":3,"acceptanceLength":"9e999999"}},"slo":{"itlMilliseconds":30},"traffic":{"inputTokens":4000,"outputTokens":500}}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		var spec v1alpha1.ServingDeploymentSpec
 		if err := json.Unmarshal([]byte(s), &spec); err != nil {
