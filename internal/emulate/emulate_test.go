@@ -182,6 +182,8 @@ func TestOpenAIAPI(t *testing.T) {
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"` + strings.Repeat("x", 40000) + `","max_tokens":10}`, 400, "maximum context length is 8192 tokens"},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":0}`, 400, "max_tokens must be at least 1"},
 		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[]}`, 400, "messages: required"},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":"x"},{"role":"robot","content":"y"}]}`, 400, `messages[1].role: \"robot\" is not a chat role`},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"content":"x"}]}`, 400, `messages[0].role: \"\" is not a chat role`},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":["a","b"]}`, 400, "2 prompts"},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":9223372036854775807}`, 400, "maximum context length"},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x"} {"more":1}`, 400, "more than one JSON value"},

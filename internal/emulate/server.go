@@ -125,12 +125,19 @@ func promptText(raw json.RawMessage) (string, error) {
 	return many[0], nil
 }
 
+// chatRoles are the message roles of OpenAI's chat API ("function" is
+// its deprecated form of "tool"); a server that serves chat refuses others.
+var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
+
 func chatText(msgs []message) (string, error) {
 	if len(msgs) == 0 {
 		return "", errors.New("messages: required, at least one message")
 	}
 	var b strings.Builder
 	for i, m := range msgs {
+		if !chatRoles[m.Role] {
+			return "", fmt.Errorf("messages[%d].role: %q is not a chat role; use system, developer, user, assistant or tool", i, m.Role)
+		}
 		switch c := m.Content.(type) {
 		case string:
 			b.WriteString(c)
