@@ -50,6 +50,8 @@ func TestGoldenOutputs(t *testing.T) {
 		{"catalog-models.txt", []string{"catalog", "models"}},
 		{"estimate-default.txt", []string{"estimate"}},
 		{"estimate-default.json", []string{"estimate", "-o", "json"}},
+		{"estimate-breakdown.txt", []string{"estimate", "--model", "deepseek-ai/DeepSeek-R1", "--gpu", "b200_sxm", "--backend", "trtllm",
+			"--tp", "8", "--ep", "8", "--isl", "1024", "--osl", "1024", "--concurrency", "64", "--breakdown"}},
 		{"estimate-disagg.yaml", []string{"estimate", "--mode", "disagg", "--prefill-tp", "1", "--decode-tp", "2",
 			"--prefill-workers", "2", "--decode-workers", "1", "-o", "yaml"}},
 		{"estimate-mig.json", []string{"estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "h100_sxm", "--slice", "3g.40gb",
@@ -87,6 +89,20 @@ func TestEstimateJSONContract(t *testing.T) {
 	}
 	if m["fits"] != true || m["ttft_ms"].(float64) <= 0 || m["gpus"].(float64) != 2 {
 		t.Errorf("unexpected estimate: %v", out)
+	}
+}
+
+// The breakdown is asked per line in a batch, as a flag is.
+func TestBatchBreakdownKey(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "q.jsonl")
+	os.WriteFile(f, []byte(`{"model":"Qwen/Qwen3-8B","gpu":"h200_sxm","breakdown":true}`+"\n"+`{"model":"Qwen/Qwen3-8B","gpu":"h200_sxm"}`+"\n"), 0o644)
+	out, _, err := run(t, "estimate", "-f", f, "-o", "jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	if len(got) != 2 || !strings.Contains(got[0], `"breakdown":{"decode_step":{"sequences":`) || strings.Contains(got[1], `"breakdown"`) {
+		t.Fatalf("breakdown per line:\n%s", out)
 	}
 }
 

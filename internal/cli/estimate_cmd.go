@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,11 +85,36 @@ func (t estimateTable) Rows() [][]string {
 		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms, tpot %.2f-%.2f ms (where measured %s runs landed, held out)",
 			o.TTFTInterval[0], o.TTFTInterval[1], o.TPOTInterval[0], o.TPOTInterval[1], o.IntervalKind)})
 	}
-	return append(rows,
+	rows = append(rows,
 		[]string{"output tokens/s", fmt.Sprintf("%.0f (%.0f per GPU, %.1f per user)", o.OutputTokensPerS, o.OutputTokensPerSPerGPU, o.OutputTokensPerSPerUser)},
 		[]string{"requests/s", fmt.Sprintf("%.2f", o.RequestsPerS)},
 		[]string{"gpus", fmt.Sprint(o.GPUs)},
 	)
+	if b := o.Breakdown; b != nil {
+		rows = append(rows,
+			[]string{"decode step", fmt.Sprintf("%.2f ms at %d sequences of %.0f tokens a decode engine: %s", b.DecodeStep.Ms, b.DecodeStep.Sequences, b.DecodeStep.Context, partsText(b.DecodeStep))},
+			[]string{"tpot split", fmt.Sprintf("%.2f ms decode steps, %.2f ms the rest (iterations that carry prompts)", b.TPOTDecodeMs, b.TPOTRestMs)},
+			[]string{"prompt alone", fmt.Sprintf("%.1f ms for %d tokens in %d iteration(s): %s", b.PromptStep.Ms, b.PromptStep.Tokens, b.PromptStep.Iterations, partsText(b.PromptStep))})
+	}
+	return rows
+}
+
+// partsText lists a step's parts largest first, in ms and as shares.
+func partsText(s estimate.StepShare) string {
+	type part struct {
+		name string
+		ms   float64
+	}
+	var ps []part
+	for n, v := range s.PartsMs {
+		ps = append(ps, part{n, v})
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].ms > ps[j].ms || ps[i].ms == ps[j].ms && ps[i].name < ps[j].name })
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = fmt.Sprintf("%s %.2f (%.0f%%)", p.name, p.ms, 100*p.ms/s.Ms)
+	}
+	return strings.Join(out, ", ")
 }
 
 // kvTransfer is the hand-off time, with its fixed part named when there is one.
@@ -253,6 +280,7 @@ func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
 	fl.Float64Var(&q.GPUMemoryUtilization, "gpu-memory-utilization", 0, "share of GPU memory the engine uses (default: the backend's)")
 	fl.StringVar(&q.Harness, "harness", "", "benchmark client to reproduce: steady (a running deployment), burst (every user fires at once, all requests measured) or queued (burst, requests stamped when queued)")
 	fl.IntVar(&q.RequestsPerUser, "requests-per-user", 0, "requests each user sends (default 4 steady, 5 burst or queued)")
+	fl.BoolVar(&q.Breakdown, "breakdown", false, "split a decode step (at the mean running batch) and a prompt into their parts: GEMMs, experts, attention, communication, overheads")
 }
 
 // runBatch answers a JSONL file of queries, in order, on all cores. Each

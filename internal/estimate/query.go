@@ -56,6 +56,8 @@ type Query struct {
 	// users sends (default 4 under steady, 5 under burst and queued).
 	Harness         string `json:"harness,omitempty"`
 	RequestsPerUser int    `json:"requests_per_user,omitempty"`
+	// Breakdown asks where the iterations' time goes (Output.Breakdown).
+	Breakdown bool `json:"breakdown,omitempty"`
 }
 
 // Defaults are the embedded defaults: the reference scenario's model and
@@ -105,6 +107,9 @@ type Output struct {
 	TPOTInterval *[2]float64 `json:"tpot_ms_interval,omitempty"`
 	// IntervalKind names the kind of measured runs the intervals come from.
 	IntervalKind string `json:"interval_kind,omitempty"`
+	// Breakdown splits a decode step and a prompt into their parts, when
+	// the query asks for it.
+	Breakdown *Breakdown `json:"breakdown,omitempty"`
 	// Notes say how the query was read where that differs from its
 	// letter (a tp taken as attention data parallelism).
 	Notes []string `json:"notes,omitempty"`
@@ -312,6 +317,9 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		if res != nil {
 			out.noteQueue(wl, max(q.Workers, 1)*cfgUsed.DP, res.Memory, cfgUsed)
 		}
+		if q.Breakdown {
+			out.Breakdown = breakdown(w, w, res, max(q.Workers, 1)*cfgUsed.DP, wl)
+		}
 		out.Precision, out.KV = string(cfgUsed.Weights), string(cfgUsed.KV)
 		out.withIntervals(env.Params, base.Backend, base.Model.MoE != nil, "agg")
 		return out, err
@@ -380,6 +388,9 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		out.Result = res
 		if res != nil {
 			out.noteQueue(wl, nd*ddp, res.DecodeMemory, cfgUsed)
+		}
+		if q.Breakdown {
+			out.Breakdown = breakdown(pw, dw, res, nd*ddp, wl)
 		}
 		out.Precision, out.KV = string(cfgUsed.Weights), string(cfgUsed.KV)
 		out.withIntervals(env.Params, base.Backend, base.Model.MoE != nil, "disagg")

@@ -45,7 +45,7 @@ type opModel struct {
 	decode *decodeFit
 
 	mu    sync.Mutex
-	dense map[int]float64 // per-layer GEMM + all-reduce time by tokens
+	dense map[int]layerCost // per-layer GEMM and all-reduce time by tokens
 }
 
 // gemmDtype names the table a weight precision's GEMMs are measured in.
@@ -85,7 +85,7 @@ func newOpModel(w *Worker, p *Params) (*opModel, error) {
 	m := cfg.Model
 	o := &opModel{k: k, wDtype: gemmDtype(cfg.Weights), kvDtype: kvDtype(cfg.KV), ctxDtype: "bfloat16",
 		headDim: float64(m.HeadDim), heads: float64(m.AttentionHeads) / w.tp, kvHeads: math.Max(1, float64(m.KVHeads)/w.tp),
-		hidden: float64(m.HiddenSize), dense: map[int]float64{}}
+		hidden: float64(m.HiddenSize), dense: map[int]layerCost{}}
 	if cfg.Backend == TRTLLM && o.kvDtype == "fp8" {
 		o.ctxDtype = "fp8" // TensorRT-LLM runs FMHA in fp8 over an fp8 cache
 	}
@@ -223,19 +223,22 @@ func newMLADecode(w *Worker, p *Params) (*decodeFit, error) {
 	return tableDecode(w, func(batch, s float64) (float64, bool) { return k.GenerationMLA(kv, heads, batch, s) }), nil
 }
 
+// layerCost is one layer's GEMMs and its tensor-parallel all-reduces.
+type layerCost struct{ gemm, comm float64 }
+
 // denseLayer is one layer's attention projections, dense MLP and
 // tensor-parallel all-reduces for tokens rows, from the tables where they
 // answer and the roofline where not. Memoised: serving repeats batch sizes.
-func (o *opModel) denseLayer(w *Worker, tokens int, denseMLP bool) float64 {
+func (o *opModel) denseLayer(w *Worker, tokens int, denseMLP bool) layerCost {
 	key := tokens
 	if !denseMLP {
 		key = -tokens
 	}
 	o.mu.Lock()
-	t, ok := o.dense[key]
+	c, ok := o.dense[key]
 	o.mu.Unlock()
 	if ok {
-		return t
+		return c
 	}
 	m := float64(tokens)
 	g := func(n, k float64) float64 {
@@ -244,26 +247,27 @@ func (o *opModel) denseLayer(w *Worker, tokens int, denseMLP bool) float64 {
 		}
 		return w.gemm(m, n*k, m)
 	}
-	t = g(o.qkvN, o.hidden) + g(o.hidden, o.oK)
+	c.gemm = g(o.qkvN, o.hidden) + g(o.hidden, o.oK)
 	if denseMLP {
-		t += g(o.upN, o.hidden) + g(o.hidden, o.dK)
+		c.gemm += g(o.upN, o.hidden) + g(o.hidden, o.dK)
 	}
 	if w.tp > 1 {
 		ar, ok := o.k.AllReduce(w.tp, m*o.hidden)
 		if !ok {
 			ar = w.allReduceOnce(m)
 		}
-		t += 2 * ar
+		c.comm = 2 * ar
 	}
 	o.mu.Lock()
-	o.dense[key] = t
+	o.dense[key] = c
 	o.mu.Unlock()
-	return t
+	return c
 }
 
 // stepTime is FixedStepTime on the kernel tables, for a batch with tokens
-// (verify extra query tokens on each decoding sequence).
-func (o *opModel) stepTime(w *Worker, b Batch, verify int) float64 {
+// (verify extra query tokens on each decoding sequence); each share is
+// added to p when p is not nil.
+func (o *opModel) stepTime(w *Worker, b Batch, verify int, p *parts) float64 {
 	tokens := b.PrefillTokens + b.DecodeSeqs*(1+verify)
 	m := w.cfg.Model
 	layers := float64(m.Layers)
@@ -271,12 +275,20 @@ func (o *opModel) stepTime(w *Worker, b Batch, verify int) float64 {
 	ft := float64(tokens)
 	// Dense layers carry the MLP in the projections' time; MoE layers add
 	// their routed experts (and shared ones) on the roofline.
-	t := (layers - moeLayers) * o.denseLayer(w, tokens, true)
+	d := o.denseLayer(w, tokens, true)
+	p.add(PartDenseGEMM, layers-moeLayers, d.gemm)
+	p.add(PartCommunication, layers-moeLayers, d.comm)
+	t := (layers - moeLayers) * (d.gemm + d.comm)
 	if moeLayers > 0 {
-		t += moeLayers * (o.denseLayer(w, tokens, false) + w.moe(ft, b.PrefillTokens > 0) +
-			float64(m.MoE.SharedExperts)*w.gemm(ft, m.ExpertParams()/w.tp, ft))
+		d := o.denseLayer(w, tokens, false)
+		experts := w.moe(ft, b.PrefillTokens > 0)
+		shared := float64(m.MoE.SharedExperts) * w.gemm(ft, m.ExpertParams()/w.tp, ft)
+		p.add(PartDenseGEMM, moeLayers, d.gemm+shared)
+		p.add(PartCommunication, moeLayers, d.comm)
+		p.add(PartExperts, moeLayers, experts)
+		t += moeLayers * ((d.gemm + d.comm) + experts + shared)
 	}
-	t += layers * w.elementwise(ft)
+	t += layers * p.add(PartElementwise, layers, w.elementwise(ft))
 	full := float64(m.FullAttentionLayers())
 	if b.PrefillTokens > 0 {
 		a, ok := 0.0, false
@@ -287,28 +299,28 @@ func (o *opModel) stepTime(w *Worker, b Batch, verify int) float64 {
 			a, ok = o.ctxAttention(math.Sqrt(2*b.PrefillPairs/seqs), seqs)
 		}
 		if ok {
-			t += full * a
+			t += full * p.add(PartAttention, full, a)
 			if sliding := layers - full; sliding > 0 {
-				t += sliding * w.attention(w.attnFlopsPair*b.PrefillSlidingPairs,
-					(b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes())
+				t += sliding * p.add(PartAttention, sliding, w.attention(w.attnFlopsPair*b.PrefillSlidingPairs,
+					(b.PrefillCtx+float64(b.PrefillTokens))*w.kvElemsGPU*w.cfg.KV.Bytes()))
 			}
 		} else {
-			t += layers * (w.prefillAttention(b) + w.attnLayerFrac()*w.attnCall)
+			t += layers * p.add(PartAttention, layers, w.prefillAttention(b)+w.attnLayerFrac()*w.attnCall)
 		}
 	}
 	if b.DecodeSeqs > 0 {
 		if w.decode != nil {
-			t += full * w.decode.step(float64(b.DecodeSeqs))
+			t += full * p.add(PartAttention, full, w.decode.step(float64(b.DecodeSeqs)))
 		} else {
-			t += layers * w.attnLayerFrac() * w.decodeAttnCall
+			t += p.add(PartAttention, 1, layers*w.attnLayerFrac()*w.decodeAttnCall)
 		}
 	}
 	if b.Sampled > 0 {
 		s := float64(b.Sampled)
 		if head, ok := o.k.GEMM("bfloat16", s, o.vocabN, o.hidden); ok {
-			t += head
+			t += p.add(PartOutputHead, 1, head)
 		} else {
-			t += w.lmHead(s)
+			t += p.add(PartOutputHead, 1, w.lmHead(s))
 		}
 	}
 	return t

@@ -345,70 +345,77 @@ func (w *Worker) DecodeTokenTime(n int, ctx float64) float64 {
 // speculative decoding a step verifies 1+k tokens of each decoding
 // sequence (the linear and MoE layers, the per-token costs and the output
 // head see them all) after k draft passes of one layer and the head each.
-func (w *Worker) FixedStepTime(b Batch) float64 {
+func (w *Worker) FixedStepTime(b Batch) float64 { return w.fixedStep(b, nil) }
+
+// fixedStep is FixedStepTime, adding each share of it to p when p is not
+// nil (StepBreakdown).
+func (w *Worker) fixedStep(b Batch, p *parts) float64 {
 	k := w.cfg.SpecTokens
 	if k == 0 || b.DecodeSeqs == 0 {
-		return w.fixedStepTime(b, 0)
+		return w.fixedStepTime(b, 0, p)
 	}
 	n := b.DecodeSeqs
-	draft := w.fixedStepTime(Batch{DecodeSeqs: n, Sampled: n}, 0)/float64(w.cfg.Model.Layers) + w.lmHead(float64(n))
+	draft := w.fixedStepTime(Batch{DecodeSeqs: n, Sampled: n}, 0, nil)/float64(w.cfg.Model.Layers) + w.lmHead(float64(n))
 	v := b
 	v.Sampled += n * k
-	return w.fixedStepTime(v, k) + float64(k)*draft
+	return w.fixedStepTime(v, k, p) + p.add(PartDraft, 1, float64(k)*draft)
 }
 
 // fixedStepTime prices b with verify extra query tokens on each decoding
 // sequence.
-func (w *Worker) fixedStepTime(b Batch, verify int) float64 {
+func (w *Worker) fixedStepTime(b Batch, verify int, p *parts) float64 {
 	tokens := float64(b.PrefillTokens+b.DecodeSeqs*(1+verify)) / w.pp
 	if tokens <= 0 {
 		return 0
 	}
 	var t float64
 	if w.ops != nil {
-		t = w.ops.stepTime(w, b, verify)
+		t = w.ops.stepTime(w, b, verify, p)
 	} else {
-		t = w.rooflineStep(b, tokens)
+		t = w.rooflineStep(b, tokens, p)
 	}
+	if b.PrefillTokens > 0 && w.promptFloor > t {
+		// The floor stands for host-side work of the MoE path: an overhead.
+		p.add(PartOverheads, 1, w.promptFloor-t)
+		t = w.promptFloor
+	}
+	t += p.add(PartOverheads, 1, w.moeFixed+w.be.StepOverheadMs*1e-3)
 	if b.PrefillTokens > 0 {
-		t = math.Max(t, w.promptFloor)
+		t += p.add(PartOverheads, 1, w.be.PrefillOverheadMs*1e-3)
 	}
-	t += w.moeFixed + w.be.StepOverheadMs*1e-3
-	if b.PrefillTokens > 0 {
-		t += w.be.PrefillOverheadMs * 1e-3
-	}
-	t += w.be.PerSeqOverheadUs * 1e-6 * float64(b.DecodeSeqs+b.PrefillSeqs)
-	t += w.decodeSeqCost*float64(b.DecodeSeqs) + w.linTokCost*float64(b.PrefillTokens)
+	t += p.add(PartOverheads, 1, w.be.PerSeqOverheadUs*1e-6*float64(b.DecodeSeqs+b.PrefillSeqs))
+	t += p.add(PartAttention, 1, w.decodeSeqCost*float64(b.DecodeSeqs)+w.linTokCost*float64(b.PrefillTokens))
 	if w.decode == nil {
-		t += w.decodeAttnSeq * float64(b.DecodeSeqs)
+		t += p.add(PartAttention, 1, w.decodeAttnSeq*float64(b.DecodeSeqs))
 	}
 	return t
 }
 
 // rooflineStep is the iteration's compute and communication on the roofline.
-func (w *Worker) rooflineStep(b Batch, tokens float64) float64 {
-	layer := w.gemm(tokens, w.denseParams, tokens) + w.gemmCalls*w.gemmCall
+func (w *Worker) rooflineStep(b Batch, tokens float64, p *parts) float64 {
+	n := w.pp * w.layersPerStage
+	layer := p.add(PartDenseGEMM, n, w.gemm(tokens, w.denseParams, tokens)+w.gemmCalls*w.gemmCall)
 	if w.routedExperts > 0 {
-		layer += w.moeLayerFrac * w.moe(tokens, b.PrefillTokens > 0)
+		layer += p.add(PartExperts, n, w.moeLayerFrac*w.moe(tokens, b.PrefillTokens > 0))
 	}
-	layer += w.elementwise(tokens)
-	layer += w.allReduce(tokens)
+	layer += p.add(PartElementwise, n, w.elementwise(tokens))
+	layer += p.add(PartCommunication, n, w.allReduce(tokens))
 	if b.PrefillTokens > 0 {
-		layer += w.prefillAttention(b) + w.attnLayerFrac()*w.attnCall
+		layer += p.add(PartAttention, n, w.prefillAttention(b)+w.attnLayerFrac()*w.attnCall)
 	}
 	if b.DecodeSeqs > 0 {
 		if w.decode != nil {
-			layer += w.attnLayerFrac() * w.decode.step(float64(b.DecodeSeqs))
+			layer += p.add(PartAttention, n, w.attnLayerFrac()*w.decode.step(float64(b.DecodeSeqs)))
 		} else {
-			layer += w.attnLayerFrac() * w.decodeAttnCall
+			layer += p.add(PartAttention, n, w.attnLayerFrac()*w.decodeAttnCall)
 		}
 	}
-	t := w.pp * w.layersPerStage * layer
+	t := n * layer
 	if b.Sampled > 0 {
-		t += w.lmHead(float64(b.Sampled))
+		t += p.add(PartOutputHead, 1, w.lmHead(float64(b.Sampled)))
 	}
 	if w.pp > 1 {
-		t += (w.pp - 1) * (w.comm.P2PLatencyUs*1e-6 + tokens*w.hidden*2/w.linkBW)
+		t += p.add(PartCommunication, 1, (w.pp-1)*(w.comm.P2PLatencyUs*1e-6+tokens*w.hidden*2/w.linkBW))
 	}
 	return t
 }
