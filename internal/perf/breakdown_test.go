@@ -16,26 +16,13 @@ import (
 // decoding, kernel tables), its parts are non-negative and sum to
 // StepTime, and a part is there exactly when its cost is.
 func TestStepBreakdownSumsToStepTime(t *testing.T) {
-	cat := catalog.MustDefault()
 	mk := func(model, gpu string, be perf.Backend, w catalog.Precision, tp, pp, ep int, spec int, accept float64, k perf.Kernels) *perf.Worker {
 		t.Helper()
-		m, err := cat.Model(model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := cat.Device(gpu, "")
-		if err != nil {
-			t.Fatal(err)
-		}
 		p := perf.MustDefaultParams()
 		if k != nil {
 			p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
 		}
-		wk, err := perf.NewWorker(perf.Config{Model: m, Device: d, Backend: be, Weights: w, TP: tp, PP: pp, EP: ep, SpecTokens: spec, SpecAccept: accept}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return wk
+		return perftest.Worker(t, model, gpu, perf.Config{Backend: be, Weights: w, TP: tp, PP: pp, EP: ep, SpecTokens: spec, SpecAccept: accept}, p)
 	}
 	fake := &perftest.Kernels{GEMMSecs: 1e-15, CtxSecs: 1e-12, GenGamma: 5e-6, GenAlpha: 2e-7, GenBeta: 2e-9, ARSecs: 1e-12}
 	for _, tc := range []struct {
