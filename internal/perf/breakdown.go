@@ -23,12 +23,15 @@ const (
 	// PartDraft is the draft passes of speculative decoding.
 	PartDraft
 	// PartOverheads is the engine's own time: per step, per sequence, per
-	// prompt iteration, the MoE layers' fixed cost and the MoE prompt floor.
+	// prompt iteration and the MoE layers' fixed cost.
 	PartOverheads
+	// PartPromptFloor is what an iteration with prompt tokens waits beyond
+	// its work for the MoE prompt floor (host-side work of the MoE path).
+	PartPromptFloor
 	numParts
 )
 
-var partNames = [numParts]string{"dense_gemm", "experts", "attention", "communication", "elementwise", "output_head", "draft", "overheads"}
+var partNames = [numParts]string{"dense_gemm", "experts", "attention", "communication", "elementwise", "output_head", "draft", "overheads", "moe_prompt_floor"}
 
 // String is the part's name in reports (snake case, as JSON keys).
 func (p StepPart) String() string {

@@ -72,6 +72,9 @@ func TestStepBreakdownSumsToStepTime(t *testing.T) {
 				if (got[perf.PartCommunication] > 0) != tc.comm {
 					t.Fatalf("%+v: communication %g s with more than one GPU %v", b, got[perf.PartCommunication], tc.comm)
 				}
+				if got[perf.PartPromptFloor] > 0 && (b.PrefillTokens == 0 || !tc.moe) {
+					t.Fatalf("%+v: a prompt floor of %g s", b, got[perf.PartPromptFloor])
+				}
 				if (got[perf.PartDraft] > 0) != (tc.draft && b.DecodeSeqs > 0) {
 					t.Fatalf("%+v: draft %g s", b, got[perf.PartDraft])
 				}
@@ -80,6 +83,18 @@ func TestStepBreakdownSumsToStepTime(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A short prompt to an SGLang MoE model waits for the prompt floor, and
+// the breakdown names that wait rather than hiding it in the overheads.
+func TestStepBreakdownNamesThePromptFloor(t *testing.T) {
+	w := perftest.Worker(t, "deepseek-ai/DeepSeek-V3", "h200_sxm", perf.Config{Backend: perf.SGLang, Weights: catalog.FP8, TP: 8})
+	b := perf.Batch{PrefillTokens: 64, PrefillSeqs: 1, PrefillPairs: 64 * 32, Sampled: 1}
+	got := w.StepBreakdown(b)
+	floor := float64(w.Config().Model.MoELayers()) * perf.MustDefaultParams().Backends[perf.SGLang].MoEPromptFloorUs * 1e-6
+	if got[perf.PartPromptFloor] <= 0 || got[perf.PartPromptFloor] >= floor {
+		t.Fatalf("prompt floor part %g s of a %g s floor: %v", got[perf.PartPromptFloor], floor, got)
 	}
 }
 

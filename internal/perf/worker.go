@@ -375,8 +375,7 @@ func (w *Worker) fixedStepTime(b Batch, verify int, p *parts) float64 {
 		t = w.rooflineStep(b, tokens, p)
 	}
 	if b.PrefillTokens > 0 && w.promptFloor > t {
-		// The floor stands for host-side work of the MoE path: an overhead.
-		p.add(PartOverheads, 1, w.promptFloor-t)
+		p.add(PartPromptFloor, 1, w.promptFloor-t)
 		t = w.promptFloor
 	}
 	t += p.add(PartOverheads, 1, w.moeFixed+w.be.StepOverheadMs*1e-3)
