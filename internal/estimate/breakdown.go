@@ -40,8 +40,8 @@ type StepShare struct {
 // The mean decoding batch is Little's law: requests per second times the
 // time each spends decoding, (OSL-1) TPOTs, over the engines.
 func breakdown(w, d *perf.Worker, res *serving.Result, engines int, wl serving.Workload) *Breakdown {
-	if res == nil || engines < 1 {
-		return nil
+	if res == nil || !res.Fits || engines < 1 {
+		return nil // nothing runs: no operating point to split
 	}
 	decoding := res.RequestsPerS * float64(max(wl.OSL-1, 0)) * res.TPOTms * 1e-3 / float64(engines)
 	n := max(1, int(math.Round(decoding)))

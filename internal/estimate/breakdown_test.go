@@ -78,4 +78,12 @@ func TestBreakdownChunksAndPools(t *testing.T) {
 	if b.DecodeStep.Sequences < 1 || b.DecodeStep.Sequences > q.Concurrency {
 		t.Fatalf("decode batch %d of %d users", b.DecodeStep.Sequences, q.Concurrency)
 	}
+
+	// A deployment that does not fit runs nothing to split.
+	big := Defaults()
+	big.Model, big.GPU, big.Precision, big.Breakdown = "meta-llama/Llama-3.1-70B", "l40s", "bf16", true
+	out, err = Run(env(), big, serving.Options{})
+	if err == nil || out == nil || out.Fits || out.Breakdown != nil {
+		t.Fatalf("70B in bf16 on one L40S: %v, breakdown %+v", err, out)
+	}
 }
