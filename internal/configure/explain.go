@@ -2,7 +2,12 @@ package configure
 
 import (
 	"fmt"
+	"math"
+	"sort"
 	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/serving"
 )
 
 // Describe names a candidate's shape: "agg 4 x h200_sxm tp2" or
@@ -50,6 +55,9 @@ func (s *search) explain(res *Result) {
 		res.Candidates[0].Why = best.Why
 	}
 	lines = append(lines, fmt.Sprintf("#1 %s wins: %s. Binding: %s.", Describe(*best), best.Why, best.Binding))
+	if best.decodeStep != "" {
+		lines = append(lines, "#1's "+best.decodeStep+".")
+	}
 	for i := 1; i < len(res.Candidates); i++ {
 		c := &res.Candidates[i]
 		c.Why = s.whyLoses(*best, *c)
@@ -146,4 +154,29 @@ func otherMode(res *Result) *Config {
 		}
 	}
 	return nil
+}
+
+// decodeStep says where one decode step of e's engines goes at the
+// deployment's operating point: its mean decoding batch per engine by
+// Little's law (requests per second times the OSL-1 TPOTs each decodes,
+// over workers x ranks) at a mean context of ISL + OSL/2, split into
+// perf.StepParts largest first.
+func (s *search) decodeStep(e *engine, workers int, r *serving.Result) string {
+	if e == nil || e.w == nil || r == nil || workers < 1 {
+		return ""
+	}
+	engines := float64(workers * max(e.dp, 1))
+	n := max(1, int(math.Round(r.RequestsPerS/engines*float64(s.r.OSL-1)*r.TPOTms/1e3)))
+	ctx := float64(s.r.ISL) + float64(s.r.OSL)/2
+	b := e.w.StepBreakdown(perf.Batch{DecodeSeqs: n, DecodeCtx: float64(n) * ctx, Sampled: n})
+	total := b.Total()
+	parts := perf.StepParts()
+	sort.SliceStable(parts, func(i, j int) bool { return b[parts[i]] > b[parts[j]] })
+	var out []string
+	for _, p := range parts {
+		if share := b[p] / total; share >= 0.005 {
+			out = append(out, fmt.Sprintf("%s %.0f%%", p, 100*share))
+		}
+	}
+	return fmt.Sprintf("decode step is %.1f ms at %d sequences an engine: %s", total*1e3, n, strings.Join(out, ", "))
 }

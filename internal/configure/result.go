@@ -62,6 +62,9 @@ type Config struct {
 	// Binding is the limit that caps this deployment; Why says why it ranks where it does.
 	Binding string `json:"binding"`
 	Why     string `json:"why,omitempty"`
+	// decodeStep says where a decode step's time goes at the operating
+	// point (the winner's explanation quotes it).
+	decodeStep string
 }
 
 // ParetoPoint is one operating point on the throughput/interactivity plane.

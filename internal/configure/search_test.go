@@ -1,6 +1,7 @@
 package configure
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -64,6 +65,41 @@ func TestReferenceSearch(t *testing.T) {
 	}
 	if len(res.Explain) < 3 || !strings.Contains(res.Explain[0], "wins") {
 		t.Errorf("explanation %q", res.Explain)
+	}
+	checkDecodeStepLine(t, res)
+}
+
+// checkDecodeStepLine holds the winner's decode-step line to its
+// definition: a batch no larger than the pool's, parts that make the step.
+func checkDecodeStepLine(t *testing.T, res *Result) {
+	t.Helper()
+	if len(res.Explain) < 2 {
+		t.Fatalf("explanation %q", res.Explain)
+	}
+	line := res.Explain[1]
+	var ms float64
+	var n int
+	if _, err := fmt.Sscanf(line, "#1's decode step is %f ms at %d sequences an engine:", &ms, &n); err != nil {
+		t.Fatalf("second line %q: %v", line, err)
+	}
+	pool := res.Best.Decode
+	if pool == nil {
+		pool = res.Best.Agg
+	}
+	if ms <= 0 || n < 1 || n > pool.Batch {
+		t.Errorf("%q: batch %d of a pool at %d", line, n, pool.Batch)
+	}
+	sum := 0
+	for _, f := range strings.Split(strings.TrimSuffix(line[strings.Index(line, ": ")+2:], "."), ", ") {
+		var name string
+		var pct int
+		if _, err := fmt.Sscanf(f, "%s %d%%", &name, &pct); err != nil {
+			t.Fatalf("part %q of %q: %v", f, line, err)
+		}
+		sum += pct
+	}
+	if sum < 97 || sum > 102 {
+		t.Errorf("%q: parts sum to %d%%", line, sum)
 	}
 }
 
