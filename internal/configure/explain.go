@@ -2,7 +2,6 @@ package configure
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -157,18 +156,15 @@ func otherMode(res *Result) *Config {
 }
 
 // decodeStep says where one decode step of e's engines goes at the
-// deployment's operating point: its mean decoding batch per engine by
-// Little's law (requests per second times the OSL-1 TPOTs each decodes,
-// over workers x ranks) at a mean context of ISL + OSL/2, split into
+// deployment's operating point: its mean decoding batch per engine
+// (workers x ranks; serving.Result.MeanDecoding), split into
 // perf.StepParts largest first.
 func (s *search) decodeStep(e *engine, workers int, r *serving.Result) string {
 	if e == nil || e.w == nil || r == nil || workers < 1 {
 		return ""
 	}
-	engines := float64(workers * max(e.dp, 1))
-	n := max(1, int(math.Round(r.RequestsPerS/engines*float64(s.r.OSL-1)*r.TPOTms/1e3)))
-	ctx := float64(s.r.ISL) + float64(s.r.OSL)/2
-	b := e.w.StepBreakdown(perf.Batch{DecodeSeqs: n, DecodeCtx: float64(n) * ctx, Sampled: n})
+	n := r.MeanDecoding(s.r.OSL, workers*max(e.dp, 1))
+	b := e.w.StepBreakdown(serving.MeanDecodeBatch(n, s.r.ISL, s.r.OSL))
 	total := b.Total()
 	parts := perf.StepParts()
 	sort.SliceStable(parts, func(i, j int) bool { return b[parts[i]] > b[parts[j]] })

@@ -120,7 +120,7 @@ func (s *search) config(d *deployment) Config {
 	// The decode batch is the largest the worker holds inside the ITL (what
 	// its engine is capped at), never below the requests it holds on
 	// average at this load (its share of the rate over the decode time).
-	mean := max(1, int(math.Round(r.RequestsPerS/float64(d.nd)*float64(s.r.OSL-1)*r.TPOTms/1e3)))
+	mean := r.MeanDecoding(s.r.OSL, d.nd)
 	c.Decode = s.pool(d.dec, d.nd, max(mean, d.decPt.Concurrency), d.decPt.RequestsPerS, s.limit(d.dec, d.decPt))
 	side := "decode pool"
 	if float64(d.np)*d.preCap < float64(d.nd)*d.decPt.RequestsPerS {

@@ -36,19 +36,17 @@ type StepShare struct {
 }
 
 // breakdown prices the operating point of res: prompt on w (the prefill
-// worker when disaggregated), decode on d over engines decode engines.
-// The mean decoding batch is Little's law: requests per second times the
-// time each spends decoding, (OSL-1) TPOTs, over the engines.
+// worker when disaggregated), decode on d at the mean decoding batch of
+// its engines (serving.Result.MeanDecoding).
 func breakdown(w, d *perf.Worker, res *serving.Result, engines int, wl serving.Workload) *Breakdown {
 	if res == nil || !res.Fits || engines < 1 {
 		return nil // nothing runs: no operating point to split
 	}
-	decoding := res.RequestsPerS * float64(max(wl.OSL-1, 0)) * res.TPOTms * 1e-3 / float64(engines)
-	n := max(1, int(math.Round(decoding)))
-	ctx := float64(wl.ISL) + float64(wl.OSL)/2
-	step := d.StepBreakdown(perf.Batch{DecodeSeqs: n, DecodeCtx: float64(n) * ctx, Sampled: n})
+	n := res.MeanDecoding(wl.OSL, engines)
+	batch := serving.MeanDecodeBatch(n, wl.ISL, wl.OSL)
+	step := d.StepBreakdown(batch)
 	b := &Breakdown{DecodeStep: share(step)}
-	b.DecodeStep.Sequences, b.DecodeStep.Context = n, ctx
+	b.DecodeStep.Sequences, b.DecodeStep.Context = n, batch.DecodeCtx/float64(n)
 	b.TPOTDecodeMs = step.Total() / d.TokensPerStep() * 1e3
 	b.TPOTRestMs = math.Max(0, res.TPOTms-b.TPOTDecodeMs)
 

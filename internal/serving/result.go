@@ -5,6 +5,7 @@
 package serving
 
 import (
+	"math"
 	"sort"
 
 	"github.com/gpuplane/gpuplane/internal/perf"
@@ -52,6 +53,23 @@ type Result struct {
 	// ttfts and tpots are the measured samples in seconds, sorted, so any
 	// percentile an SLO names can be judged.
 	ttfts, tpots []float64
+}
+
+// MeanDecoding is the mean number of sequences decoding on each of
+// engines engines, by Little's law: requests per second times the OSL-1
+// TPOTs each request decodes, over the engines; at least one.
+func (r *Result) MeanDecoding(osl, engines int) int {
+	if engines < 1 {
+		engines = 1
+	}
+	return max(1, int(math.Round(r.RequestsPerS/float64(engines)*float64(max(osl-1, 0))*r.TPOTms/1e3)))
+}
+
+// MeanDecodeBatch is a decode step of n sequences, each at a request's
+// mean context while it decodes: ISL + OSL/2 cached tokens.
+func MeanDecodeBatch(n, isl, osl int) perf.Batch {
+	ctx := float64(isl) + float64(osl)/2
+	return perf.Batch{DecodeSeqs: n, DecodeCtx: float64(n) * ctx, Sampled: n}
 }
 
 // TTFTAt is the TTFT in ms at percentile pct (0 < pct < 100), or the mean for pct 0.
