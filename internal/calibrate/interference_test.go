@@ -2,9 +2,7 @@ package calibrate
 
 import (
 	"math"
-	"runtime"
 	"sort"
-	"sync"
 	"testing"
 
 	"github.com/gpuplane/gpuplane/internal/estimate"
@@ -31,45 +29,29 @@ func TestPromptIterationsShowInTPOT(t *testing.T) {
 		kind                  string
 		shown, full, decoding float64
 	}
-	rows := make([]*row, len(cases))
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				c := cases[i]
-				q := c.Query
-				q.Breakdown = true
-				h := c.Harness
-				if h == "" {
-					h = DefaultHarness
-				}
-				out, err := estimate.Run(env, q, serving.Options{Harness: h})
-				if err != nil || out.Breakdown == nil || out.Breakdown.TPOTRestMs < 0.1*out.TPOTms {
-					continue
-				}
-				b := out.Breakdown
-				kind := c.Backend + "/moe"
-				if c.Dense {
-					kind = c.Backend + "/dense"
-				}
-				rows[i] = &row{kind: kind, shown: (c.TPOTms - b.TPOTDecodeMs) / b.TPOTRestMs,
-					full: math.Abs(out.TPOTms/c.TPOTms - 1), decoding: math.Abs(b.TPOTDecodeMs/c.TPOTms - 1)}
-			}
-		}()
-	}
-	for i := range cases {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	byKind := map[string][]*row{}
-	for _, r := range rows {
-		if r != nil {
-			byKind[r.kind] = append(byKind[r.kind], r)
+	var rows []row
+	for _, c := range cases {
+		q := c.Query
+		q.Breakdown = true
+		h := c.Harness
+		if h == "" {
+			h = DefaultHarness
 		}
+		out, err := estimate.Run(env, q, serving.Options{Harness: h})
+		if err != nil || out.Breakdown == nil || out.Breakdown.TPOTRestMs < 0.1*out.TPOTms {
+			continue
+		}
+		b := out.Breakdown
+		kind := c.Backend + "/moe"
+		if c.Dense {
+			kind = c.Backend + "/dense"
+		}
+		rows = append(rows, row{kind: kind, shown: (c.TPOTms - b.TPOTDecodeMs) / b.TPOTRestMs,
+			full: math.Abs(out.TPOTms/c.TPOTms - 1), decoding: math.Abs(b.TPOTDecodeMs/c.TPOTms - 1)})
+	}
+	byKind := map[string][]row{}
+	for _, r := range rows {
+		byKind[r.kind] = append(byKind[r.kind], r)
 	}
 	if len(byKind) < 4 {
 		t.Fatalf("runs with a prompt share: %d kinds", len(byKind))
