@@ -93,10 +93,20 @@ func (t estimateTable) Rows() [][]string {
 	if b := o.Breakdown; b != nil {
 		rows = append(rows,
 			[]string{"decode step", fmt.Sprintf("%.2f ms at %d sequences of %.0f tokens a decode engine: %s", b.DecodeStep.Ms, b.DecodeStep.Sequences, b.DecodeStep.Context, partsText(b.DecodeStep))},
-			[]string{"tpot split", fmt.Sprintf("%.2f ms decode steps, %.2f ms the rest (iterations that carry prompts)", b.TPOTDecodeMs, b.TPOTRestMs)},
+			[]string{"tpot split", fmt.Sprintf("%.2f ms decode steps, %.2f ms the rest (%s)", b.TPOTDecodeMs, b.TPOTRestMs, restText(o.Mode))},
 			[]string{"prompt alone", fmt.Sprintf("%.1f ms for %d tokens in %d iteration(s): %s", b.PromptStep.Ms, b.PromptStep.Tokens, b.PromptStep.Iterations, partsText(b.PromptStep))})
 	}
 	return rows
+}
+
+// restText says what the rest of TPOT beyond decode steps is: prompt
+// iterations where workers prefill too, the batch's ups and downs where
+// decode workers only decode.
+func restText(mode string) string {
+	if mode == "disagg" {
+		return "the decode batch's changes about its mean; decode workers carry no prompts"
+	}
+	return "iterations that also carry prompts"
 }
 
 // partsText lists a step's parts largest first, in ms and as shares.

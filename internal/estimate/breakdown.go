@@ -16,8 +16,10 @@ type Breakdown struct {
 	PromptStep StepShare `json:"prompt"`
 	// TPOTDecodeMs is the decode step over the tokens a step gains: the
 	// TPOT of sequences that only ever decode. TPOTRestMs is the rest of
-	// the estimate's TPOT (never below 0): iterations that also carry
-	// prompt chunks, which the decoding sequences wait through.
+	// the estimate's TPOT (never below 0): on aggregated workers the
+	// iterations that also carry prompt chunks, which the decoding
+	// sequences wait through; on a disaggregated decode pool, which has no
+	// prompts, only the batch's changes about its mean (near 0).
 	TPOTDecodeMs float64 `json:"tpot_decode_ms"`
 	TPOTRestMs   float64 `json:"tpot_rest_ms"`
 }
