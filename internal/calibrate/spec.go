@@ -49,7 +49,8 @@ func FitSpecAccept(env estimate.Env, cases []Case, k int, grid []float64, by []s
 	if err != nil {
 		return nil, err
 	}
-	cases = servingRuns(cases, func(Case) bool { return true })
+	all := func(Case) bool { return true }
+	cases = servingRuns(cases, all)
 	if len(cases) == 0 {
 		return nil, fmt.Errorf("spec: no measured serving runs match")
 	}
@@ -66,7 +67,6 @@ func FitSpecAccept(env estimate.Env, cases []Case, k int, grid []float64, by []s
 		}
 		preds[i] = Predict(env, priced)
 	}
-	all := func(Case) bool { return true }
 	best, n := gridPick(preds, cases, all)
 	if n == 0 {
 		return nil, fmt.Errorf("spec: none of the %d runs could be predicted", len(cases))
