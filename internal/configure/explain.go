@@ -164,7 +164,7 @@ func (s *search) decodeStep(e *engine, workers int, r *serving.Result) string {
 		return ""
 	}
 	n := r.MeanDecoding(s.r.OSL, workers*max(e.dp, 1))
-	b := e.w.StepBreakdown(serving.MeanDecodeBatch(n, s.r.ISL, s.r.OSL))
+	b := e.w.StepBreakdown(perf.DecodeBatch(n, serving.Workload{ISL: s.r.ISL, OSL: s.r.OSL}.DecodeContext()))
 	total := b.Total()
 	parts := perf.StepParts()
 	sort.SliceStable(parts, func(i, j int) bool { return b[parts[i]] > b[parts[j]] })

@@ -3,7 +3,6 @@ package estimate
 import (
 	"math"
 
-	"github.com/gpuplane/gpuplane/internal/engine"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/serving"
 )
@@ -44,27 +43,22 @@ func breakdown(w, d *perf.Worker, res *serving.Result, engines int, wl serving.W
 	if res == nil || !res.Fits || engines < 1 {
 		return nil // nothing runs: no operating point to split
 	}
-	n := res.MeanDecoding(wl.OSL, engines)
-	batch := serving.MeanDecodeBatch(n, wl.ISL, wl.OSL)
-	step := d.StepBreakdown(batch)
+	n, ctx := res.MeanDecoding(wl.OSL, engines), wl.DecodeContext()
+	step := d.StepBreakdown(perf.DecodeBatch(n, ctx))
 	b := &Breakdown{DecodeStep: share(step)}
-	b.DecodeStep.Sequences, b.DecodeStep.Context = n, batch.DecodeCtx/float64(n)
+	b.DecodeStep.Sequences, b.DecodeStep.Context = n, ctx
 	b.TPOTDecodeMs = step.Total() / d.TokensPerStep() * 1e3
 	b.TPOTRestMs = math.Max(0, res.TPOTms-b.TPOTDecodeMs)
 
 	var prompt perf.StepBreakdown
-	budget := max(w.Config().MaxBatchedTokens, 1)
 	iters := 0
-	for done := 0; done < wl.ISL; iters++ {
-		c := min(budget, wl.ISL-done)
-		var pb perf.Batch
-		engine.AddChunks(&pb, 1, done, c, w.AttentionWindow(), done+c == wl.ISL)
+	serving.EachPromptChunk(w, wl.ISL, func(pb perf.Batch) {
 		s := w.StepBreakdown(pb)
 		for i := range prompt {
 			prompt[i] += s[i]
 		}
-		done += c
-	}
+		iters++
+	})
 	b.PromptStep = share(prompt)
 	b.PromptStep.Tokens, b.PromptStep.Iterations = wl.ISL, iters
 	return b

@@ -338,7 +338,13 @@ func (w *Worker) TokensPerStep() float64 {
 // at a mean context of ctx tokens: a decode step over the tokens a step
 // gains (more than one under speculative decoding).
 func (w *Worker) DecodeTokenTime(n int, ctx float64) float64 {
-	return w.StepTime(Batch{DecodeSeqs: n, DecodeCtx: float64(n) * ctx, Sampled: n}) / w.TokensPerStep()
+	return w.StepTime(DecodeBatch(n, ctx)) / w.TokensPerStep()
+}
+
+// DecodeBatch is an iteration of n sequences that only decode, each with
+// ctx tokens cached and each sampling a token.
+func DecodeBatch(n int, ctx float64) Batch {
+	return Batch{DecodeSeqs: n, DecodeCtx: float64(n) * ctx, Sampled: n}
 }
 
 // FixedStepTime is StepTime without the decode-context term. Under

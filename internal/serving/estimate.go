@@ -14,6 +14,10 @@ type Workload struct {
 	Concurrency int
 }
 
+// DecodeContext is the mean tokens a request has cached while it decodes:
+// its prompt and half its answer.
+func (w Workload) DecodeContext() float64 { return float64(w.ISL) + float64(w.OSL)/2 }
+
 func (w Workload) validate() error {
 	switch {
 	case w.ISL < 1:
@@ -146,7 +150,7 @@ func simulate(build setup, wl Workload, rounds int, burst, plain, queued bool) (
 func stagger(l *loop, wl Workload, w *perf.Worker, perWorker int, next func(float64) error) {
 	n := min(perWorker, w.Config().MaxSeqs)
 	isl, osl := float64(wl.ISL), float64(wl.OSL)
-	decode := w.DecodeTokenTime(n, isl+osl/2)
+	decode := w.DecodeTokenTime(n, wl.DecodeContext())
 	prefill := w.StepTime(perf.Batch{PrefillTokens: wl.ISL, PrefillSeqs: 1, PrefillPairs: isl * isl / 2, Sampled: 1})
 	span := prefill + (osl-1)*decode
 	for u := 0; u < wl.Concurrency; u++ {

@@ -13,8 +13,7 @@ func TestMeanDecoding(t *testing.T) {
 			t.Errorf("osl %d over %d engines: %d sequences, want %d", tc.osl, tc.engines, got, tc.want)
 		}
 	}
-	b := MeanDecodeBatch(4, 1000, 200)
-	if b.DecodeSeqs != 4 || b.Sampled != 4 || b.DecodeCtx != 4*1100 || b.PrefillTokens != 0 {
-		t.Errorf("mean decode batch %+v", b)
+	if ctx := (Workload{ISL: 1000, OSL: 200}).DecodeContext(); ctx != 1100 {
+		t.Errorf("decode context of 1000/200 tokens: %g, want 1100", ctx)
 	}
 }

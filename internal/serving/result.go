@@ -65,13 +65,6 @@ func (r *Result) MeanDecoding(osl, engines int) int {
 	return max(1, int(math.Round(r.RequestsPerS/float64(engines)*float64(max(osl-1, 0))*r.TPOTms/1e3)))
 }
 
-// MeanDecodeBatch is a decode step of n sequences, each at a request's
-// mean context while it decodes: ISL + OSL/2 cached tokens.
-func MeanDecodeBatch(n, isl, osl int) perf.Batch {
-	ctx := float64(isl) + float64(osl)/2
-	return perf.Batch{DecodeSeqs: n, DecodeCtx: float64(n) * ctx, Sampled: n}
-}
-
 // TTFTAt is the TTFT in ms at percentile pct (0 < pct < 100), or the mean for pct 0.
 func (r *Result) TTFTAt(pct float64) float64 {
 	if pct <= 0 || len(r.ttfts) == 0 {

@@ -40,8 +40,7 @@ func PoolSizes(prefill, decode *perf.Worker, wl Workload, decodeWorkers int) (in
 		decodeWorkers = min(ceilDiv(decodeEngines, dc.DP), maxSizedEngines/dc.DP)
 	}
 	batch := ceilDiv(wl.Concurrency, decodeEngines)
-	ctx := float64(wl.ISL) + float64(wl.OSL)/2
-	tpot := decode.DecodeTokenTime(batch, ctx)
+	tpot := decode.DecodeTokenTime(batch, wl.DecodeContext())
 
 	perPrompt, rate := prefillRate(prefill, wl.ISL, wl.Concurrency)
 	cycle := perPrompt + float64(wl.OSL-1)*tpot
@@ -60,10 +59,8 @@ func PoolSizes(prefill, decode *perf.Worker, wl Workload, decodeWorkers int) (in
 // free; past it each sequence adds its own time, so operators stop adding
 // users there and add engines instead.
 func decodeKnee(w *perf.Worker, wl Workload, limit int) int {
-	ctx := float64(wl.ISL) + float64(wl.OSL)/2
-	step := func(b int) float64 {
-		return w.StepTime(perf.Batch{DecodeSeqs: b, DecodeCtx: float64(b) * ctx, Sampled: b})
-	}
+	ctx := wl.DecodeContext()
+	step := func(b int) float64 { return w.StepTime(perf.DecodeBatch(b, ctx)) }
 	bound := w.PoolKnee() * step(1)
 	lo, hi := 1, limit
 	for lo < hi {
@@ -79,25 +76,32 @@ func decodeKnee(w *perf.Worker, wl Workload, limit int) int {
 
 // prefillRate is one prefill engine's time for a prompt alone and its rate
 // in prompts per second when prompts queue: short prompts share an
-// iteration up to the token budget, long ones run in chunks. Iterations are
-// built as the engine builds them (engine.AddChunks).
+// iteration up to the token budget, long ones run in chunks.
 func prefillRate(w *perf.Worker, isl, users int) (perPrompt, rate float64) {
-	cfg, window := w.Config(), w.AttentionWindow()
-	prompts := func(n, c, ctx int) float64 {
-		var b perf.Batch
-		engine.AddChunks(&b, n, ctx, c, window, ctx+c == isl)
-		return w.StepTime(b)
-	}
-	budget := max(cfg.MaxBatchedTokens, 1)
-	if isl <= budget {
-		k := min(budget/isl, users, max(cfg.MaxSeqs, 1))
-		return prompts(1, isl, 0), float64(k) / prompts(k, isl, 0)
-	}
+	cfg := w.Config()
 	var t float64
-	for done := 0; done < isl; done += budget {
-		t += prompts(1, min(budget, isl-done), done)
+	EachPromptChunk(w, isl, func(b perf.Batch) { t += w.StepTime(b) })
+	if budget := max(cfg.MaxBatchedTokens, 1); isl <= budget {
+		k := min(budget/isl, users, max(cfg.MaxSeqs, 1))
+		var b perf.Batch
+		engine.AddChunks(&b, k, 0, isl, w.AttentionWindow(), true)
+		return t, float64(k) / w.StepTime(b)
 	}
 	return t, 1 / t
+}
+
+// EachPromptChunk calls f with each iteration of one prompt of isl tokens
+// computed alone on w: chunks of its token budget, built as the engine
+// builds them (engine.AddChunks).
+func EachPromptChunk(w *perf.Worker, isl int, f func(perf.Batch)) {
+	budget, window := max(w.Config().MaxBatchedTokens, 1), w.AttentionWindow()
+	for done := 0; done < isl; {
+		c := min(budget, isl-done)
+		var b perf.Batch
+		engine.AddChunks(&b, 1, done, c, window, done+c == isl)
+		f(b)
+		done += c
+	}
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
