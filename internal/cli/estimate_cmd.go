@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,18 +110,10 @@ func restText(mode string) string {
 
 // partsText lists a step's parts largest first, in ms and as shares.
 func partsText(s estimate.StepShare) string {
-	type part struct {
-		name string
-		ms   float64
-	}
-	var ps []part
-	for n, v := range s.PartsMs {
-		ps = append(ps, part{n, v})
-	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i].ms > ps[j].ms || ps[i].ms == ps[j].ms && ps[i].name < ps[j].name })
+	ps := s.Largest()
 	out := make([]string, len(ps))
 	for i, p := range ps {
-		out[i] = fmt.Sprintf("%s %.2f (%.0f%%)", p.name, p.ms, 100*p.ms/s.Ms)
+		out[i] = fmt.Sprintf("%s %.2f (%.0f%%)", p.Name, p.Ms, 100*p.Ms/s.Ms)
 	}
 	return strings.Join(out, ", ")
 }

@@ -2,10 +2,9 @@ package configure
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
-	"github.com/gpuplane/gpuplane/internal/perf"
+	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/serving"
 )
 
@@ -54,8 +53,8 @@ func (s *search) explain(res *Result) {
 		res.Candidates[0].Why = best.Why
 	}
 	lines = append(lines, fmt.Sprintf("#1 %s wins: %s. Binding: %s.", Describe(*best), best.Why, best.Binding))
-	if best.decodeStep != "" {
-		lines = append(lines, "#1's "+best.decodeStep+".")
+	if t := decodeStepText(best.DecodeStep); t != "" {
+		lines = append(lines, "#1's "+t+".")
 	}
 	for i := 1; i < len(res.Candidates); i++ {
 		c := &res.Candidates[i]
@@ -155,24 +154,29 @@ func otherMode(res *Result) *Config {
 	return nil
 }
 
-// decodeStep says where one decode step of e's engines goes at the
-// deployment's operating point: its mean decoding batch per engine
-// (workers x ranks; serving.Result.MeanDecoding), split into
-// perf.StepParts largest first.
-func (s *search) decodeStep(e *engine, workers int, r *serving.Result) string {
-	if e == nil || e.w == nil || r == nil || workers < 1 {
-		return ""
+// decodeStep is one decode step of e's engines at the deployment's
+// operating point: its mean decoding batch per engine (workers x ranks;
+// serving.Result.MeanDecoding), split into its parts.
+func (s *search) decodeStep(e *engine, workers int, r *serving.Result) *estimate.StepShare {
+	if e == nil || e.w == nil || r == nil || !r.Fits || workers < 1 {
+		return nil
 	}
 	n := r.MeanDecoding(s.r.OSL, workers*max(e.dp, 1))
-	b := e.w.StepBreakdown(perf.DecodeBatch(n, serving.Workload{ISL: s.r.ISL, OSL: s.r.OSL}.DecodeContext()))
-	total := b.Total()
-	parts := perf.StepParts()
-	sort.SliceStable(parts, func(i, j int) bool { return b[parts[i]] > b[parts[j]] })
+	st := estimate.DecodeStepShare(e.w, n, serving.Workload{ISL: s.r.ISL, OSL: s.r.OSL}.DecodeContext())
+	return &st
+}
+
+// decodeStepText says where the step goes, largest parts first, leaving
+// out parts under half a percent.
+func decodeStepText(st *estimate.StepShare) string {
+	if st == nil || st.Ms <= 0 {
+		return ""
+	}
 	var out []string
-	for _, p := range parts {
-		if share := b[p] / total; share >= 0.005 {
-			out = append(out, fmt.Sprintf("%s %.0f%%", p, 100*share))
+	for _, p := range st.Largest() {
+		if share := p.Ms / st.Ms; share >= 0.005 {
+			out = append(out, fmt.Sprintf("%s %.0f%%", p.Name, 100*share))
 		}
 	}
-	return fmt.Sprintf("decode step is %.1f ms at %d sequences an engine: %s", total*1e3, n, strings.Join(out, ", "))
+	return fmt.Sprintf("decode step is %.1f ms at %d sequences an engine: %s", st.Ms, st.Sequences, strings.Join(out, ", "))
 }

@@ -112,10 +112,10 @@ func (s *search) config(d *deployment) Config {
 	if d.mode == "agg" {
 		c.Agg = s.pool(d.agg, d.w, ceilDiv(d.users, d.w), d.aggPt.RequestsPerS, s.limit(d.agg, d.aggPt))
 		c.Binding = fmt.Sprintf("per worker: %s; workers: %s", c.Agg.Limit, boundText(d.bound))
-		c.decodeStep = s.decodeStep(d.agg, d.w, r)
+		c.DecodeStep = s.decodeStep(d.agg, d.w, r)
 		return c
 	}
-	c.decodeStep = s.decodeStep(d.dec, d.nd, r)
+	c.DecodeStep = s.decodeStep(d.dec, d.nd, r)
 	c.Prefill = s.pool(d.pre, d.np, d.pre.promptBatch(s.r.ISL), d.preCap, s.prefillLimit(d))
 	// The decode batch is the largest the worker holds inside the ITL (what
 	// its engine is capped at), never below the requests it holds on

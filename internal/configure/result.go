@@ -1,5 +1,7 @@
 package configure
 
+import "github.com/gpuplane/gpuplane/internal/estimate"
+
 // Pool is one worker pool of a deployment.
 type Pool struct {
 	Role   string `json:"role"` // agg, prefill or decode
@@ -62,9 +64,10 @@ type Config struct {
 	// Binding is the limit that caps this deployment; Why says why it ranks where it does.
 	Binding string `json:"binding"`
 	Why     string `json:"why,omitempty"`
-	// decodeStep says where a decode step's time goes at the operating
-	// point (the winner's explanation quotes it).
-	decodeStep string
+	// DecodeStep is where a decode step's time goes at the operating
+	// point: the mean decoding batch per engine of the agg or decode pool
+	// (the winner's explanation quotes it).
+	DecodeStep *estimate.StepShare `json:"decode_step,omitempty"`
 }
 
 // ParetoPoint is one operating point on the throughput/interactivity plane.

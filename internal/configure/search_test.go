@@ -101,6 +101,34 @@ func checkDecodeStepLine(t *testing.T, res *Result) {
 	if sum < 97 || sum > 102 {
 		t.Errorf("%q: parts sum to %d%%", line, sum)
 	}
+	if st := res.Best.DecodeStep; st == nil || math.Abs(st.Ms-ms) > 0.05 || st.Sequences != n {
+		t.Errorf("%q: the winner's decode_step is %+v", line, st)
+	}
+	checkDecodeSteps(t, res)
+}
+
+// checkDecodeSteps holds every candidate's decode_step to its definition:
+// present, parts that sum to the step, a batch within the pool's.
+func checkDecodeSteps(t *testing.T, res *Result) {
+	t.Helper()
+	for _, c := range res.Candidates {
+		st := c.DecodeStep
+		if st == nil {
+			t.Errorf("#%d %s has no decode_step", c.Rank, Describe(c))
+			continue
+		}
+		pool := c.Decode
+		if pool == nil {
+			pool = c.Agg
+		}
+		sum := 0.0
+		for _, v := range st.PartsMs {
+			sum += v
+		}
+		if st.Ms <= 0 || math.Abs(sum-st.Ms) > 1e-9*st.Ms || st.Sequences < 1 || st.Sequences > pool.Batch || st.Context <= 0 {
+			t.Errorf("#%d %s: decode_step %+v (parts sum to %g), pool batch %d", c.Rank, Describe(c), st, sum, pool.Batch)
+		}
+	}
 }
 
 // The numbers configure reports are what `gpuplane estimate` says of the

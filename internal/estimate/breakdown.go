@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"math"
+	"sort"
 
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/serving"
@@ -43,11 +44,8 @@ func breakdown(w, d *perf.Worker, res *serving.Result, engines int, wl serving.W
 	if res == nil || !res.Fits || engines < 1 {
 		return nil // nothing runs: no operating point to split
 	}
-	n, ctx := res.MeanDecoding(wl.OSL, engines), wl.DecodeContext()
-	step := d.StepBreakdown(perf.DecodeBatch(n, ctx))
-	b := &Breakdown{DecodeStep: share(step)}
-	b.DecodeStep.Sequences, b.DecodeStep.Context = n, ctx
-	b.TPOTDecodeMs = step.Total() / d.TokensPerStep() * 1e3
+	b := &Breakdown{DecodeStep: DecodeStepShare(d, res.MeanDecoding(wl.OSL, engines), wl.DecodeContext())}
+	b.TPOTDecodeMs = b.DecodeStep.Ms / d.TokensPerStep()
 	b.TPOTRestMs = math.Max(0, res.TPOTms-b.TPOTDecodeMs)
 
 	var prompt perf.StepBreakdown
@@ -62,6 +60,31 @@ func breakdown(w, d *perf.Worker, res *serving.Result, engines int, wl serving.W
 	b.PromptStep = share(prompt)
 	b.PromptStep.Tokens, b.PromptStep.Iterations = wl.ISL, iters
 	return b
+}
+
+// DecodeStepShare is one decode step of n sequences, each ctx tokens
+// into its context, on d, split into its parts.
+func DecodeStepShare(d *perf.Worker, n int, ctx float64) StepShare {
+	s := share(d.StepBreakdown(perf.DecodeBatch(n, ctx)))
+	s.Sequences, s.Context = n, ctx
+	return s
+}
+
+// PartMs is one part of a StepShare.
+type PartMs struct {
+	Name string
+	Ms   float64
+}
+
+// Largest lists the parts largest first (ties by name, so the order is
+// stable across runs).
+func (s StepShare) Largest() []PartMs {
+	ps := make([]PartMs, 0, len(s.PartsMs))
+	for n, v := range s.PartsMs {
+		ps = append(ps, PartMs{n, v})
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Ms > ps[j].Ms || ps[i].Ms == ps[j].Ms && ps[i].Name < ps[j].Name })
+	return ps
 }
 
 func share(s perf.StepBreakdown) StepShare {
