@@ -345,8 +345,8 @@ func TestQuantizedCheckpointNames(t *testing.T) {
 func TestCatalogFileRanges(t *testing.T) {
 	for name, tc := range map[string]struct{ doc, want string }{
 		"negative tflops": {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: 3000, pcieGBpsPerDir: 64, tflops: {bf16: -5}}\n", "tflops.bf16"},
-		"NaN bandwidth":   {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: .nan, pcieGBpsPerDir: 64, tflops: {bf16: 500}}\n", "NaN"},
-		"NaN fraction":    {"mig:\n- {gpu: h100_sxm, profile: 9g.1gb, memoryFraction: .nan, sms: 10, memoryGiB: 10, maxInstances: 1}\n", "NaN"},
+		"NaN bandwidth":   {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: .nan, pcieGBpsPerDir: 64, tflops: {bf16: 500}}\n", "gpus[0].memoryBandwidthGBps: .nan (line 2) is not a finite number"},
+		"NaN fraction":    {"mig:\n- {gpu: h100_sxm, profile: 9g.1gb, memoryFraction: .nan, sms: 10, memoryGiB: 10, maxInstances: 1}\n", "mig[0].memoryFraction: .nan (line 2) is not a finite number"},
 		"huge layers":     {"models:\n- {name: m/x, architecture: LlamaForCausalLM, layers: 100000000, hiddenSize: 4096, attentionHeads: 32, kvHeads: 8, headDim: 128, intermediateSize: 14336, vocabSize: 128256}\n", "layers"},
 		"two documents":   {"gpus: []\n---\nmodels: []\n", "YAML documents"},
 	} {

@@ -21,6 +21,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/serving"
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 // estimateTable prints one estimate as a key/value table.
@@ -343,7 +344,7 @@ func answerLine(env estimate.Env, base estimate.Query, ownPrecision bool, line [
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&q); err != nil {
-		return lineResult{err: fmt.Errorf("line %d: %w (keys are estimate's flag names with _ for -)", n, err)}
+		return lineResult{err: fmt.Errorf("line %d: %w (keys are estimate's flag names with _ for -)", n, strict.NameTypeError(err))}
 	}
 	if dec.More() {
 		return lineResult{err: fmt.Errorf("line %d: text after the query object; one object a line", n)}

@@ -20,10 +20,13 @@ func Unmarshal(data []byte, v any) error {
 	if err := SingleDocument(data); err != nil {
 		return err
 	}
+	if err := NonFinite(data); err != nil {
+		return err
+	}
 	if err := UnknownField(data, v); err != nil {
 		return err
 	}
-	return yaml.UnmarshalStrict(data, v)
+	return NameTypeError(yaml.UnmarshalStrict(data, v))
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
