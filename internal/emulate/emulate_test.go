@@ -190,6 +190,9 @@ func TestOpenAIAPI(t *testing.T) {
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","temperature":-5}`, 400, "temperature must be in [0, 2]"},
 		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":"x"}],"top_p":0}`, 400, "top_p"},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","n":4}`, 400, "n must be 1"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":"5"}`, 400, `"message":"max_tokens: a string where a whole number is expected","param":"max_tokens"`},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":"x"}],"stream":"yes"}`, 400, `"param":"stream"`},
+		{"/v1/completions", `[1,2]`, 400, `"message":"request body: a list where a mapping is expected"`},
 	} {
 		resp, body := post(t, ts.URL+tc.path, tc.body)
 		if resp.StatusCode != tc.code || !strings.Contains(body, tc.want) || !strings.Contains(body, `"error"`) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/gpuplane/gpuplane/internal/strict"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -165,6 +166,14 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
 	if err := dec.Decode(&req); err != nil {
+		if path, what, ok := strict.TypeMismatch(err); ok {
+			if path == "" {
+				apiError(w, http.StatusBadRequest, "invalid_request_error", "", "request body: "+what)
+			} else {
+				apiError(w, http.StatusBadRequest, "invalid_request_error", path, path+": "+what)
+			}
+			return
+		}
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "invalid JSON body: "+err.Error())
 		return
 	}

@@ -68,13 +68,23 @@ func nonFinite(n *yamlv3.Node, path string, depth int) error {
 // NameTypeError restates a JSON decoder's type mismatch by the field's path in
 // the document and what the field takes, instead of Go's type names.
 func NameTypeError(err error) error {
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) {
+	path, what, ok := TypeMismatch(err)
+	if !ok {
 		return err
 	}
-	path := fieldPath(te.Field)
 	if path == "" {
 		path = "the document"
+	}
+	return fmt.Errorf("%s: %s", path, what)
+}
+
+// TypeMismatch splits a JSON decoder's type mismatch into the field's path
+// as the document spells it ("" for the whole document) and what is wrong
+// ("a list where a string is expected"); ok is false for any other error.
+func TypeMismatch(err error) (path, what string, ok bool) {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return "", "", false
 	}
 	got := te.Value
 	if strings.HasPrefix(got, "number ") {
@@ -90,7 +100,7 @@ func NameTypeError(err error) error {
 			got = "true or false"
 		}
 	}
-	return fmt.Errorf("%s: %s where %s is expected", path, got, describe(te.Type))
+	return fieldPath(te.Field), fmt.Sprintf("%s where %s is expected", got, describe(te.Type)), true
 }
 
 // describe names what a Go type takes in a YAML document.
