@@ -70,8 +70,9 @@ var configurePage = withHead("configure", `{{template "head" .}}
 <div>{{.Plot}}</div>
 <h2>Why</h2><ul>{{range .Explain}}<li>{{.}}</li>{{end}}</ul>
 <h2>Candidates</h2>
-<table><tr><th>#</th><th class="l">deployment</th><th>GPUs</th><th>users</th><th>TTFT (ms)</th><th>ITL (ms)</th><th>tok/s</th><th>tok/s/GPU</th><th>tok/s/user</th>{{if .Priced}}<th>cost/h</th>{{end}}<th>SLO</th><th class="l">binding limit</th></tr>
-{{range .Rows}}<tr{{if not .MeetsSLO}} class="miss"{{end}}><td>{{.Rank}}</td><td class="l">{{.Name}}</td><td>{{.GPUs}}</td><td>{{.Users}}</td><td>{{.TTFT}}</td><td>{{.ITL}}</td><td>{{.Tok}}</td><td>{{.PerGPU}}</td><td>{{.PerUser}}</td>{{if $.Priced}}<td>{{.Cost}}</td>{{end}}<td>{{.SLO}}</td><td class="l">{{.Binding}}</td></tr>
+<p>Decode step: one step of the agg or decode pool at its mean decoding batch per engine, by part: {{.Legend}}</p>
+<table><tr><th>#</th><th class="l">deployment</th><th>GPUs</th><th>users</th><th>TTFT (ms)</th><th>ITL (ms)</th><th>tok/s</th><th>tok/s/GPU</th><th>tok/s/user</th>{{if .Priced}}<th>cost/h</th>{{end}}<th>SLO</th><th class="l">decode step</th><th class="l">binding limit</th></tr>
+{{range .Rows}}<tr{{if not .MeetsSLO}} class="miss"{{end}}><td>{{.Rank}}</td><td class="l">{{.Name}}</td><td>{{.GPUs}}</td><td>{{.Users}}</td><td>{{.TTFT}}</td><td>{{.ITL}}</td><td>{{.Tok}}</td><td>{{.PerGPU}}</td><td>{{.PerUser}}</td>{{if $.Priced}}<td>{{.Cost}}</td>{{end}}<td>{{.SLO}}</td><td class="l">{{.Step}}</td><td class="l">{{.Binding}}</td></tr>
 {{end}}</table>
 <h2>Pareto front</h2>
 <table><tr><th class="l">operating point</th><th>tok/s/GPU</th><th>tok/s/user</th><th>TTFT (ms)</th><th>ITL (ms)</th></tr>
@@ -84,6 +85,7 @@ type configureRow struct {
 	Rank                                                          int
 	Name, GPUs, Users, TTFT, ITL, Tok, PerGPU, PerUser, Cost, SLO string
 	Binding                                                       string
+	Step                                                          template.HTML
 	MeetsSLO                                                      bool
 }
 
@@ -91,6 +93,12 @@ type configureRow struct {
 func WriteConfigure(w io.Writer, res *configure.Result) error {
 	var rows []configureRow
 	priced := false
+	longest := 0.0
+	for _, c := range res.Candidates {
+		if c.DecodeStep != nil {
+			longest = math.Max(longest, c.DecodeStep.Ms)
+		}
+	}
 	for _, c := range res.Candidates {
 		slo := "met"
 		if !c.MeetsSLO {
@@ -101,7 +109,7 @@ func WriteConfigure(w io.Writer, res *configure.Result) error {
 			Users: fmt.Sprint(c.Concurrency), TTFT: fmt.Sprintf("%.0f", c.TTFTms), ITL: fmt.Sprintf("%.1f", c.ITLms),
 			Tok: fmt.Sprintf("%.0f", c.TokensPerS), PerGPU: fmt.Sprintf("%.0f", c.TokensPerSPerGPU),
 			PerUser: fmt.Sprintf("%.1f", c.TokensPerSPerUser), Cost: fmt.Sprintf("%.2f", c.CostPerHour), SLO: slo,
-			Binding: c.Binding, MeetsSLO: c.MeetsSLO})
+			Binding: c.Binding, Step: stepBar(c.DecodeStep, longest), MeetsSLO: c.MeetsSLO})
 	}
 	miss := ""
 	if res.Unreachable != nil {
@@ -118,7 +126,7 @@ func WriteConfigure(w io.Writer, res *configure.Result) error {
 	return configurePage.Execute(w, map[string]any{
 		"Title":    "gpuplane configure: " + res.Model,
 		"Subtitle": fmt.Sprintf("%s, %s%s, ISL %d / OSL %d, %s, pick %s", res.Backend, res.Precision, spec, res.ISL, res.OSL, sla, res.Pick),
-		"Miss":     miss, "Plot": ParetoSVG(res), "Explain": res.Explain, "Rows": rows, "Priced": priced, "Front": res.Pareto,
+		"Miss":     miss, "Plot": ParetoSVG(res), "Explain": res.Explain, "Rows": rows, "Priced": priced, "Front": res.Pareto, "Legend": stepLegend(),
 		"Count": fmt.Sprintf("%d candidate deployments evaluated from %d engine simulations.", res.CandidatesEvaluated, res.Simulations),
 	})
 }
