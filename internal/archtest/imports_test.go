@@ -2,7 +2,10 @@
 package archtest
 
 import (
+	"go/ast"
 	"go/build"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,8 +29,19 @@ func root(t *testing.T) string {
 // internal/) with the imports of its non-test files.
 func internalImports(t *testing.T) map[string][]string {
 	t.Helper()
-	base := filepath.Join(root(t), "internal")
 	out := map[string][]string{}
+	for rel, p := range internalPackages(t) {
+		out[rel] = p.Imports
+	}
+	return out
+}
+
+// internalPackages reads every package under internal/, by its path below
+// internal/.
+func internalPackages(t *testing.T) map[string]*build.Package {
+	t.Helper()
+	base := filepath.Join(root(t), "internal")
+	out := map[string]*build.Package{}
 	err := filepath.WalkDir(base, func(path string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -43,7 +57,7 @@ func internalImports(t *testing.T) map[string][]string {
 			return err
 		}
 		rel, _ := filepath.Rel(base, path)
-		out[filepath.ToSlash(rel)] = p.Imports
+		out[filepath.ToSlash(rel)] = p
 		return nil
 	})
 	if err != nil {
@@ -134,12 +148,59 @@ func TestImportsMatchArchitecture(t *testing.T) {
 	}
 }
 
-// The pure cores reach no client-go, no net/http and no clock, through
-// any gpuplane package they import.
+// pureCores are the packages that run the same in the simulator, the CLI
+// and the controller: no I/O, no cluster, no clock.
+var pureCores = []string{"perf", "engine", "serving", "estimate", "configure", "sim", "planner", "capacity", "plansim", "calibrate"}
+
+// clockCalls are the time package's functions that read or wait on the
+// wall clock; time.Duration and its arithmetic are fine.
+var clockCalls = map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true,
+	"AfterFunc": true, "Tick": true, "NewTimer": true, "NewTicker": true}
+
+// The pure cores read no clock in their own files.
+func TestPureCoresReadNoClock(t *testing.T) {
+	pkgs := internalPackages(t)
+	for _, core := range pureCores {
+		p := pkgs[core]
+		if p == nil {
+			t.Errorf("no package internal/%s", core)
+			continue
+		}
+		for _, f := range p.GoFiles {
+			file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, f), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			timeName := ""
+			for _, imp := range file.Imports {
+				if imp.Path.Value == `"time"` {
+					timeName = "time"
+					if imp.Name != nil {
+						timeName = imp.Name.Name
+					}
+				}
+			}
+			if timeName == "" {
+				continue
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok {
+					if id, ok := sel.X.(*ast.Ident); ok && id.Name == timeName && clockCalls[sel.Sel.Name] {
+						t.Errorf("internal/%s/%s reads the clock: time.%s", core, f, sel.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// The pure cores reach no client-go, no net/http, no controller-runtime
+// and no os/exec, through any gpuplane package they import.
 func TestPureCoresStayPure(t *testing.T) {
 	pkgs := internalImports(t)
 	banned := []string{"net/http", "k8s.io/client-go", "sigs.k8s.io/controller-runtime", "os/exec"}
-	for _, core := range []string{"perf", "engine", "serving", "estimate", "configure", "sim", "planner", "capacity", "plansim", "calibrate"} {
+	for _, core := range pureCores {
 		seen := map[string]bool{}
 		var walk func(pkg, via string)
 		walk = func(pkg, via string) {

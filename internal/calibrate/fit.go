@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"gonum.org/v1/gonum/optimize"
 
@@ -184,7 +183,6 @@ type FitResult struct {
 	Loss        float64
 	InitialLoss float64
 	Evaluations int
-	Duration    time.Duration
 }
 
 // Fit minimises the mean absolute percentage error of TTFT, TPOT and
@@ -215,7 +213,6 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 		x0[i] = math.Log(k.get(start))
 	}
 	evals := 0
-	t0 := time.Now()
 	objective := func(x []float64) float64 {
 		p := start.Clone()
 		for i, k := range knobs {
@@ -260,7 +257,7 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 	for i, k := range knobs {
 		k.set(best, math.Exp(x[i]))
 	}
-	return &FitResult{Params: best, Loss: f, InitialLoss: initial, Evaluations: evals, Duration: time.Since(t0)}, nil
+	return &FitResult{Params: best, Loss: f, InitialLoss: initial, Evaluations: evals}, nil
 }
 
 // Loss is the mean absolute percentage error (as a fraction) over every
