@@ -21,6 +21,7 @@ targets=(
   "./internal/workload FuzzReplay"
   "./internal/explain FuzzLoad"
   "./internal/emulate FuzzRequestBody"
+  "./internal/frontend FuzzPrefillBody"
   "./internal/cli FuzzEstimateLine"
   "./internal/operator/plan FuzzRequest"
   "./internal/operator/devicepool FuzzSelector"

@@ -23,6 +23,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 // Discovery lists the workers' base URLs of a pool.
@@ -178,11 +180,26 @@ func (f *Frontend) firstPool() string {
 	return "agg"
 }
 
+// openAIError answers in OpenAI's error shape. A 4xx is the request's
+// fault (invalid_request_error); anything else is the serving side's.
 func openAIError(w http.ResponseWriter, code int, msg string) {
+	typ := "service_unavailable"
+	if code >= 400 && code < 500 {
+		typ = "invalid_request_error"
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "service_unavailable", "param": nil, "code": code}})
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
 }
+
+// workerRefusal is a worker's own answer refusing a request (a 4xx): the
+// client gets it as the worker wrote it, which names the field at fault.
+type workerRefusal struct {
+	code int
+	body []byte
+}
+
+func (e *workerRefusal) Error() string { return strings.TrimSpace(string(e.body)) }
 
 func (f *Frontend) forwardGet(w http.ResponseWriter, r *http.Request) {
 	worker, _, err := f.pick(f.firstPool())
@@ -236,6 +253,13 @@ func (f *Frontend) route(w http.ResponseWriter, r *http.Request) {
 		// Prefill: the prompt and one token, not streamed; its KV goes to decode.
 		if code, err := f.prefill(r.Context(), r.URL.Path, body); err != nil {
 			f.count("error")
+			var refused *workerRefusal
+			if errors.As(err, &refused) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(refused.code)
+				_, _ = w.Write(refused.body)
+				return
+			}
 			openAIError(w, code, "prefill: "+err.Error())
 			return
 		}
@@ -331,13 +355,10 @@ func (f *Frontend) count(status string) {
 
 // prefill runs the prompt on a prefill worker with max_tokens 1.
 func (f *Frontend) prefill(ctx context.Context, path string, body []byte) (int, error) {
-	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
-		return http.StatusBadRequest, fmt.Errorf("invalid JSON body: %v", err)
+	b, err := prefillBody(body)
+	if err != nil {
+		return http.StatusBadRequest, err
 	}
-	req["max_tokens"], req["stream"] = 1, false
-	delete(req, "stream_options")
-	b, _ := json.Marshal(req)
 	resp, worker, release, err := f.post(ctx, "prefill", path, b)
 	if err != nil {
 		if worker == "" {
@@ -348,10 +369,32 @@ func (f *Frontend) prefill(ctx context.Context, path string, body []byte) (int, 
 	defer release()
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 400 && resp.StatusCode < 500 && json.Valid(msg) {
+		return resp.StatusCode, &workerRefusal{code: resp.StatusCode, body: msg}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, fmt.Errorf("worker %s: %s", worker, strings.TrimSpace(string(msg)))
 	}
 	return http.StatusOK, nil
+}
+
+// prefillBody is the request a prefill worker gets: the client's, asking
+// for one token and no stream. A body that is not a JSON object is the
+// client's error.
+func prefillBody(body []byte) ([]byte, error) {
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		if _, what, ok := strict.TypeMismatch(err); ok {
+			return nil, fmt.Errorf("request body: %s", what)
+		}
+		return nil, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	if req == nil { // the body was null
+		return nil, errors.New("request body: null where a JSON object is expected")
+	}
+	req["max_tokens"], req["stream"] = 1, false
+	delete(req, "stream_options")
+	return json.Marshal(req)
 }
 
 // post sends body to a worker of pool. A worker that refuses the

@@ -278,3 +278,44 @@ func TestWorkerKilledUnderLoad(t *testing.T) {
 		t.Errorf("bench: %d requests, %d failed; frontend: %v ok, %v errors", len(recs), failed, ok, bad)
 	}
 }
+
+// A bad request through a disaggregated frontend is the client's fault
+// and says what is wrong: the body's shape by the frontend, a field by
+// the prefill worker's own answer, passed through as it wrote it.
+func TestDisaggregatedBadRequests(t *testing.T) {
+	p1, _ := worker(t, "prefill")
+	d1, _ := worker(t, "decode")
+	f := &Frontend{Prefill: workers.Static{p1}, Decode: workers.Static{d1}}
+	reg := prometheus.NewRegistry()
+	if err := f.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh(context.Background())
+	ts := httptest.NewServer(f.Handler(reg))
+	defer ts.Close()
+	for _, tc := range []struct {
+		body string
+		want []string
+	}{
+		{`null`, []string{`"message":"prefill: request body: null where a JSON object is expected"`, `"type":"invalid_request_error"`}},
+		{`[1,2]`, []string{`"message":"prefill: request body: a list where a mapping is expected"`, `"type":"invalid_request_error"`}},
+		{`{"model":"m","prompt":"x",`, []string{`invalid JSON body`, `"type":"invalid_request_error"`}},
+		{`{"model":"m","prompt":"x","temperature":9}`, []string{`"param":"temperature"`, `"type":"invalid_request_error"`}},
+		{`{"model":"m","prompt":5}`, []string{`"param":"prompt"`}},
+	} {
+		resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", tc.body, resp.StatusCode, b)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s: %s lacks %s", tc.body, b, w)
+			}
+		}
+	}
+}
