@@ -193,6 +193,14 @@ func TestOpenAIAPI(t *testing.T) {
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":"5"}`, 400, `"message":"max_tokens: a string where a whole number is expected","param":"max_tokens"`},
 		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":"x"}],"stream":"yes"}`, 400, `"param":"stream"`},
 		{"/v1/completions", `[1,2]`, 400, `"message":"request body: a list where a mapping is expected"`},
+		{"/v1/completions", `null`, 400, `"message":"request body: null where a JSON object is expected"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":null}`, 400, `"message":"prompt: required"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":""}`, 400, `"param":"prompt"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":[""]}`, 400, `"param":"prompt[0]"`},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":[{"type":"text","text":"a"},null]}]}`, 400, `"param":"messages[0].content[1]"`},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, `"param":"messages[0].content[0].type"`},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":[{"type":"text","text":5}]}]}`, 400, `"param":"messages[0].content[0].text"`},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":[{"text":"a"}]}]}`, 400, `"param":"messages[0].content[0].type"`},
 	} {
 		resp, body := post(t, ts.URL+tc.path, tc.body)
 		if resp.StatusCode != tc.code || !strings.Contains(body, tc.want) || !strings.Contains(body, `"error"`) {

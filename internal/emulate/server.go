@@ -109,11 +109,14 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 
 // promptText reads a completion prompt: a string or an array of one string.
 func promptText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 {
+	if len(raw) == 0 || string(raw) == "null" {
 		return "", errors.New("prompt: required")
 	}
 	var one string
 	if err := json.Unmarshal(raw, &one); err == nil {
+		if one == "" {
+			return "", errors.New("prompt: empty; give at least one token of text")
+		}
 		return one, nil
 	}
 	var many []string
@@ -123,12 +126,37 @@ func promptText(raw json.RawMessage) (string, error) {
 	if len(many) != 1 {
 		return "", fmt.Errorf("prompt: %d prompts in one request; the emulator takes one, send one request per prompt", len(many))
 	}
+	if many[0] == "" {
+		return "", errors.New("prompt[0]: empty; give at least one token of text")
+	}
 	return many[0], nil
 }
 
 // chatRoles are the message roles of OpenAI's chat API ("function" is
 // its deprecated form of "tool"); a server that serves chat refuses others.
 var chatRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
+
+// partText reads one part of a message's content: the emulated model reads
+// text parts only, and a part it cannot read is refused, not skipped.
+// The error starts with the field below the part (".type", ".text").
+func partText(part any) (string, error) {
+	p, ok := part.(map[string]any)
+	if !ok {
+		return "", errors.New(": want a part object such as {\"type\": \"text\", \"text\": \"...\"}")
+	}
+	switch typ, _ := p["type"].(string); typ {
+	case "text":
+		t, ok := p["text"].(string)
+		if !ok {
+			return "", errors.New(".text: want a string")
+		}
+		return t, nil
+	case "":
+		return "", errors.New(".type: required; want \"text\"")
+	default:
+		return "", fmt.Errorf(".type: %q is not served: this emulated worker reads text parts only", typ)
+	}
+}
 
 func chatText(msgs []message) (string, error) {
 	if len(msgs) == 0 {
@@ -143,12 +171,12 @@ func chatText(msgs []message) (string, error) {
 		case string:
 			b.WriteString(c)
 		case []any:
-			for _, part := range c {
-				if p, ok := part.(map[string]any); ok {
-					if t, ok := p["text"].(string); ok {
-						b.WriteString(t)
-					}
+			for j, part := range c {
+				t, err := partText(part)
+				if err != nil {
+					return "", fmt.Errorf("messages[%d].content[%d]%s", i, j, err)
 				}
+				b.WriteString(t)
 			}
 		default:
 			return "", fmt.Errorf("messages[%d].content: want a string or an array of parts", i)
@@ -159,13 +187,13 @@ func chatText(msgs []message) (string, error) {
 }
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
-	var req completionRequest
+	var body *completionRequest // nil after a JSON null
 	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
 		apiError(w, http.StatusUnsupportedMediaType, "invalid_request_error", "", "Content-Type "+ct+" is not application/json")
 		return
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
-	if err := dec.Decode(&req); err != nil {
+	if err := dec.Decode(&body); err != nil {
 		if path, what, ok := strict.TypeMismatch(err); ok {
 			if path == "" {
 				apiError(w, http.StatusBadRequest, "invalid_request_error", "", "request body: "+what)
@@ -181,6 +209,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "invalid JSON body: more than one JSON value")
 		return
 	}
+	if body == nil {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "", "request body: null where a JSON object is expected")
+		return
+	}
+	req := *body
 	if field, msg := req.checkSampling(); field != "" {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", field, msg)
 		return
