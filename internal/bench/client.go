@@ -116,11 +116,12 @@ func (c *client) do(ctx context.Context, t0 time.Time, text string, isl, osl int
 	var last time.Time
 	chunks, done := 0, false
 	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "data: ") {
+		// An SSE field is "data:" and an optional space; lines may end in CRLF.
+		data, ok := strings.CutPrefix(strings.TrimSuffix(sc.Text(), "\r"), "data:")
+		if !ok {
 			continue
 		}
-		data := strings.TrimPrefix(line, "data: ")
+		data = strings.TrimPrefix(data, " ")
 		if data == "[DONE]" {
 			done = true
 			break
