@@ -215,6 +215,16 @@ func TestCapacity(t *testing.T) {
 	}
 }
 
+// A class that is not there is named with the classes that are and where
+// gpuplane's come from.
+func TestCapacityNamesAMissingClass(t *testing.T) {
+	s := snapshotOf(t, "  nodePools:\n  - {name: whole, profile: hgx-h200, count: 1}\n")
+	_, err := Capacity(context.Background(), s, "t", claimOf("t", "gpu.example.com", "", 1).Spec, nil, 10, nil)
+	if err == nil || !strings.Contains(err.Error(), `deviceclass "gpu.example.com" not found (known: gpu.gpuplane.io, `) || !strings.Contains(err.Error(), "gpuplane dra-driver classes") {
+		t.Errorf("got %v", err)
+	}
+}
+
 func TestTextSumsUpManyNodes(t *testing.T) {
 	s := snapshotOf(t, "  nodePools:\n  - {name: h, profile: hgx-h100, count: 20, gpus: 1}\n")
 	place(t, s, claimOf("big", "gpu.gpuplane.io", "", 2))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -114,7 +115,16 @@ func (st *state) Get(name string) (*resourceapi.DeviceClass, error) {
 	if c, ok := st.classes[name]; ok {
 		return c, nil
 	}
-	return nil, fmt.Errorf("deviceclass %q not found", name)
+	known := make([]string, 0, len(st.classes))
+	for n := range st.classes {
+		known = append(known, n)
+	}
+	sort.Strings(known)
+	have := "none"
+	if len(known) > 0 {
+		have = strings.Join(known, ", ")
+	}
+	return nil, fmt.Errorf("deviceclass %q not found (known: %s); fix the claim's deviceClassName, or create the class: gpuplane's come with its Helm chart and `gpuplane dra-driver classes` prints them (add them to a --from dump)", name, have)
 }
 
 // allocate runs the scheduler's allocator for claims on every node (in
