@@ -12,6 +12,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/dra/classes"
 	"github.com/gpuplane/gpuplane/internal/dra/fleet"
 )
 
@@ -22,6 +23,9 @@ type CapacityReport struct {
 	PerNode  []NodeCount `json:"perNode"`
 	// Capped is set when the count stopped at the limit, not at the cluster's end.
 	Capped bool `json:"capped,omitempty"`
+	// WhatIfClasses are the driver's DeviceClasses added with what-if
+	// nodes, the cluster having none of those names.
+	WhatIfClasses []string `json:"whatIfClasses,omitempty"`
 }
 
 // NodeCount is how many claims one node takes.
@@ -36,7 +40,7 @@ type NodeCount struct {
 // would, node by node, until nothing more fits or limit is reached.
 // nodeSelector restricts the nodes (a pod template's selector).
 func Capacity(ctx context.Context, s *Snapshot, name string, spec resourceapi.ResourceClaimSpec, nodeSelector map[string]string, limit int, whatIf map[string]bool) (*CapacityReport, error) {
-	rep := &CapacityReport{Template: name}
+	rep := &CapacityReport{Template: name, WhatIfClasses: s.WhatIfClasses}
 	spec = withDefaults(spec)
 	if err := validateClaim(&resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "template", Name: name}, Spec: spec}); err != nil {
 		return nil, err
@@ -83,7 +87,9 @@ func Capacity(ctx context.Context, s *Snapshot, name string, spec resourceapi.Re
 }
 
 // AddFleet adds the nodes of a fleet file and their slices to the
-// snapshot (what-if), returning the added node names.
+// snapshot (what-if), returning the added node names. The new nodes run
+// the driver, whose chart installs its DeviceClasses: those the cluster
+// lacks by name are added too, and named in WhatIfClasses.
 func (s *Snapshot) AddFleet(f *fleet.File, c *catalog.Catalog, driver string) (map[string]bool, error) {
 	nodes, err := f.Nodes(c)
 	if err != nil {
@@ -101,6 +107,16 @@ func (s *Snapshot) AddFleet(f *fleet.File, c *catalog.Catalog, driver string) (m
 			s.Slices = append(s.Slices, &rs)
 		}
 		added[n.Name] = true
+	}
+	have := map[string]bool{}
+	for _, c := range s.Classes {
+		have[c.Name] = true
+	}
+	for _, c := range classes.All(driver, classes.Options{}) {
+		if !have[c.Name] {
+			s.Classes = append(s.Classes, &c)
+			s.WhatIfClasses = append(s.WhatIfClasses, c.Name)
+		}
 	}
 	return added, nil
 }

@@ -27,10 +27,7 @@ func snapshotOf(t testing.TB, pools string) *Snapshot {
 	}
 	s := &Snapshot{}
 	if _, err := s.AddFleet(f, catalog.MustDefault(), drv); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range classes.All(drv, classes.Options{}) {
-		s.Classes = append(s.Classes, &c)
+		t.Fatal(err) // the nodes, their slices and the driver's classes
 	}
 	return s
 }
@@ -212,6 +209,37 @@ func TestCapacity(t *testing.T) {
 	rep, _ = Capacity(context.Background(), s, "t", spec, nil, 1000, added)
 	if rep.Fits != 27 || !rep.PerNode[0].WhatIf {
 		t.Errorf("what-if: %d fit (%+v), want 27 with the new node marked", rep.Fits, rep.PerNode)
+	}
+}
+
+// What-if nodes bring their driver's classes where the cluster has none
+// of their names, and say so; a class the cluster has is kept as it is.
+func TestWhatIfNodesBringTheirClasses(t *testing.T) {
+	f, err := fleet.Parse([]byte("apiVersion: gpuplane.io/v1alpha1\nkind: Fleet\nspec:\n  nodePools:\n  - {name: h, profile: hgx-h200, count: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Snapshot{}
+	added, err := s.AddFleet(f, catalog.MustDefault(), drv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Capacity(context.Background(), s, "t", claimOf("t", "gpu.gpuplane.io", "", 1).Spec, nil, 100, added)
+	if err != nil || rep.Fits != 8 || strings.Join(rep.WhatIfClasses, ",") != "gpu.gpuplane.io,mig.gpuplane.io,vgpu.gpuplane.io" {
+		t.Errorf("an empty cluster plus 8 H200s: %+v, %v", rep, err)
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "what-if DeviceClasses") {
+		t.Errorf("text: %q %v", b.String(), err)
+	}
+	own := classes.All(drv, classes.Options{})[0]
+	own.Spec.Selectors = nil // the cluster's own, whatever it selects
+	s = &Snapshot{Classes: []*resourceapi.DeviceClass{&own}}
+	if _, err := s.AddFleet(f, catalog.MustDefault(), drv); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.WhatIfClasses, ",") != "mig.gpuplane.io,vgpu.gpuplane.io" || len(s.Classes) != 3 || s.Classes[0] != &own {
+		t.Errorf("a cluster with gpu.gpuplane.io: added %v, classes %d", s.WhatIfClasses, len(s.Classes))
 	}
 }
 

@@ -32,6 +32,9 @@ type Snapshot struct {
 	Claims     []*resourceapi.ResourceClaim
 	Pods       []*corev1.Pod
 	TaintRules []*resourceapi.DeviceTaintRule
+	// WhatIfClasses names the DeviceClasses AddFleet added because the
+	// cluster (or dump) had none of that name.
+	WhatIfClasses []string
 }
 
 // Live lists what explain needs from a cluster.

@@ -147,6 +147,9 @@ func (c *CapacityReport) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "  %-24s %d%s\n", n.Node, n.Count, tag)
 	}
+	if len(c.WhatIfClasses) > 0 {
+		fmt.Fprintf(&b, "what-if DeviceClasses (the new nodes' driver installs them; the cluster has none of these): %s\n", strings.Join(c.WhatIfClasses, ", "))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
