@@ -41,6 +41,7 @@ type Replay struct {
 	t0     float64
 	begun  bool
 	last   float64
+	served int
 }
 
 // NewReplay reads a trace of the given format from r.
@@ -77,8 +78,11 @@ func NewReplay(r io.Reader, format string, opt ReplayOptions) (*Replay, error) {
 func (p *Replay) Next() (Request, bool, error) {
 	for {
 		t, isl, osl, ok, err := p.row()
-		if err != nil || !ok {
+		if err != nil {
 			return Request{}, false, err
+		}
+		if !ok {
+			return Request{}, false, p.none()
 		}
 		if !p.begun {
 			p.t0, p.begun = t, true
@@ -92,9 +96,23 @@ func (p *Replay) Next() (Request, bool, error) {
 			continue
 		}
 		if p.opt.To > 0 && rel >= p.opt.To {
-			return Request{}, false, nil
+			return Request{}, false, p.none()
 		}
+		p.served++
 		return Request{At: (rel - p.opt.From) / p.opt.Speedup, ISL: isl, OSL: osl}, true, nil
+	}
+}
+
+// none is the end of a replay: an error when it served no request at all,
+// which would simulate nothing and report it as a result.
+func (p *Replay) none() error {
+	switch {
+	case p.served > 0:
+		return nil
+	case !p.begun:
+		return fmt.Errorf("%s trace: no requests (header only, or empty)", p.format)
+	default:
+		return fmt.Errorf("%s trace: no request at or after fromSeconds %g; its requests span %.0f s", p.format, p.opt.From, p.last-p.t0)
 	}
 }
 

@@ -1,0 +1,45 @@
+package workload
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// A replay that serves no request says so instead of ending quietly: a
+// simulation of it would report an empty run as a result.
+func TestReplayOfNothing(t *testing.T) {
+	two := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,374,44\n2023-11-16 18:15:50.0,396,109\n"
+	for _, tc := range []struct {
+		name, body, format string
+		opt                ReplayOptions
+		want               string
+	}{
+		{"header only", "TIMESTAMP,ContextTokens,GeneratedTokens\n", FormatAzure, ReplayOptions{}, "azure trace: no requests"},
+		{"empty JSONL", "", FormatGpuplane, ReplayOptions{}, "gpuplane trace: no requests"},
+		{"window past the end", two, FormatAzure, ReplayOptions{From: 60}, "no request at or after fromSeconds 60; its requests span 4 s"},
+		{"served", two, FormatAzure, ReplayOptions{From: 1}, ""},
+	} {
+		r, err := NewReplay(bytes.NewReader([]byte(tc.body)), tc.format, tc.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for {
+			_, ok, err := r.Next()
+			if err != nil {
+				if tc.want == "" || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+				}
+				break
+			}
+			if !ok {
+				if tc.want != "" {
+					t.Errorf("%s: ended quietly after %d requests, want %q", tc.name, n, tc.want)
+				}
+				break
+			}
+			n++
+		}
+	}
+}
