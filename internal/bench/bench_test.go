@@ -71,13 +71,20 @@ func TestLoads(t *testing.T) {
 }
 
 func TestOptionErrors(t *testing.T) {
-	for _, o := range []Options{
-		{URL: "http://x", Model: "m", Duration: time.Second, ISL: workload.Fixed{N: 1}, OSL: workload.Fixed{N: 1}},
-		{URL: "http://x", Model: "m", Duration: time.Second, Rate: 1, Users: 2, ISL: workload.Fixed{N: 1}, OSL: workload.Fixed{N: 1}},
-		{URL: "http://x", Model: "m", Rate: 1, ISL: workload.Fixed{N: 1}, OSL: workload.Fixed{N: 1}},
+	one := workload.Fixed{N: 1}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{URL: "http://x", Model: "m", Duration: time.Second, ISL: one, OSL: one}, "choose one load"},
+		{Options{URL: "http://x", Model: "m", Duration: time.Second, Rate: 1, Users: 2, ISL: one, OSL: one}, "choose one load"},
+		{Options{URL: "http://x", Model: "m", Rate: 1, ISL: one, OSL: one}, "--duration"},
+		{Options{URL: "127.0.0.1:8000", Model: "m", Duration: time.Second, Rate: 1, ISL: one, OSL: one}, `--url: "127.0.0.1:8000" is not an http(s) URL`},
+		{Options{URL: "http://", Model: "m", Duration: time.Second, Rate: 1, ISL: one, OSL: one}, "--url"},
+		{Options{URL: "http://x", Model: "m", Duration: time.Second, Rate: 1, ISL: one, OSL: one, SLOTTFT: -time.Millisecond}, "--slo-ttft"},
 	} {
-		if _, _, err := Run(context.Background(), o); err == nil {
-			t.Errorf("%+v accepted", o)
+		if _, _, err := Run(context.Background(), tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.o, err, tc.want)
 		}
 	}
 }

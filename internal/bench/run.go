@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,6 +188,12 @@ func (o *Options) check() error {
 	}
 	if o.URL == "" || o.Model == "" {
 		return errors.New("--url and --model are required")
+	}
+	if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--url: %q is not an http(s) URL of a server; e.g. http://127.0.0.1:8000", o.URL)
+	}
+	if o.SLOTTFT < 0 || o.SLOITL < 0 {
+		return fmt.Errorf("--slo-ttft %s and --slo-itl %s: want >= 0 (0: none)", o.SLOTTFT, o.SLOITL)
 	}
 	if o.Duration <= 0 {
 		return fmt.Errorf("--duration: %s, want > 0 (runs are bounded)", o.Duration)

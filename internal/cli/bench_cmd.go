@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,6 +51,14 @@ HTML page. Prompts are random words of four characters a token (the emulator's r
 				return fmt.Errorf("--isl and --osl: want >= 1 tokens (got %d, %d)", isl, osl)
 			}
 			o.ISL, o.OSL = workload.Fixed{N: isl}, workload.Fixed{N: osl}
+			for _, v := range []struct {
+				flag string
+				ms   float64
+			}{{"--slo-ttft", sloTTFT}, {"--slo-itl", sloITL}} {
+				if !(v.ms >= 0 && v.ms <= 3.6e6) { // NaN fails too
+					return fmt.Errorf("%s: %g ms, want 0 (none) to 3600000 (an hour)", v.flag, v.ms)
+				}
+			}
 			o.SLOTTFT = time.Duration(sloTTFT * float64(time.Millisecond))
 			o.SLOITL = time.Duration(sloITL * float64(time.Millisecond))
 			if trace != "" {
@@ -94,9 +103,15 @@ HTML page. Prompts are random words of four characters a token (the emulator's r
 				}
 			}
 			if format != output.Table {
-				return output.Write(g.stdout, format, s)
+				err = output.Write(g.stdout, format, s)
+			} else {
+				err = writeBenchText(g, s)
 			}
-			return writeBenchText(g, s)
+			if err == nil && s.Requests > 0 && s.Failed == s.Requests {
+				// A run that measured nothing is not a result: say so in the exit status too.
+				err = fmt.Errorf("every request failed (%d of %d); the server at %s answered none, see the errors above", s.Failed, s.Requests, o.URL)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -136,6 +151,22 @@ func writeBenchText(g *globals, s *bench.Summary) error {
 	row("ITL", s.ITL)
 	row("TPOT", s.TPOT)
 	row("end to end", s.E2E)
-	fmt.Fprintf(w, "SLO attainment  %.1f%% (TTFT <= %.0f ms, TPOT <= %.0f ms), goodput %.2f req/s\n", 100*s.Attainment, s.SLOTTFTms, s.SLOITLms, s.Goodput)
+	fmt.Fprintf(w, "SLO attainment  %.1f%% (%s), goodput %.2f req/s\n", 100*s.Attainment, sloText(s.SLOTTFTms, s.SLOITLms), s.Goodput)
 	return nil
+}
+
+// sloText states the SLO a run was judged by; without one, every request
+// that completed counts.
+func sloText(ttftMs, itlMs float64) string {
+	var parts []string
+	if ttftMs > 0 {
+		parts = append(parts, fmt.Sprintf("TTFT <= %.0f ms", ttftMs))
+	}
+	if itlMs > 0 {
+		parts = append(parts, fmt.Sprintf("TPOT <= %.0f ms", itlMs))
+	}
+	if len(parts) == 0 {
+		return "no SLO given (--slo-ttft, --slo-itl): every completed request counts"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// A bench run in which the server answered nothing prints what it saw and
+// exits non-zero: it measured no result.
+func TestBenchFailsWhenEveryRequestFails(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+	}))
+	defer ts.Close()
+	out, _, err := run(t, "bench", "--url", ts.URL, "--model", "m", "--rate", "20", "--arrival", "constant", "--duration", "200ms", "--isl", "10", "--osl", "5")
+	if err == nil || !strings.Contains(err.Error(), "every request failed (4 of 4)") {
+		t.Errorf("err %v", err)
+	}
+	for _, want := range []string{"4 failed", "HTTP 503", "no SLO given"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	_, _, err = run(t, "bench", "--url", ts.URL, "--model", "m", "--rate", "1", "--slo-ttft", "NaN")
+	if err == nil || !strings.Contains(err.Error(), "--slo-ttft: NaN ms") {
+		t.Errorf("a NaN SLO: %v", err)
+	}
+}
