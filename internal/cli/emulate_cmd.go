@@ -40,6 +40,9 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 			if err != nil {
 				return err
 			}
+			if maxInFlight < 0 {
+				return fmt.Errorf("--max-concurrent-requests: %d, want >= 1, or 0 for no limit", maxInFlight)
+			}
 			precisionFollowsModel(cmd.Flags(), false, &q)
 			cfg.Query = q
 			reg := prometheus.NewRegistry()
@@ -70,7 +73,7 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 	f.StringVar(&cfg.Role, "role", "agg", "agg, prefill or decode")
 	f.StringVar(&cfg.ServedName, "served-model-name", "", "model name clients send (default: --model)")
 	f.IntVar(&cfg.MaxModelLen, "max-model-len", 0, "longest prompt + output in tokens (default: the model's context length, or the KV cache's capacity when smaller)")
-	f.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", 256, "max_tokens of chat requests that give none")
+	f.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", 256, "max_tokens of chat requests that give none (0: 256)")
 	f.StringVar(&host, "host", "127.0.0.1", "address to listen on")
 	f.IntVar(&port, "port", 8000, "port to listen on (0: any free port)")
 	f.DurationVar(&grace, "shutdown-grace", 60*time.Second, "on SIGTERM, how long requests in flight may take to finish")

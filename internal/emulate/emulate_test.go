@@ -438,3 +438,25 @@ func TestAttentionDPWorker(t *testing.T) {
 		}
 	}
 }
+
+// A worker's own settings are checked as a request's are: nonsense is
+// refused with the setting named, 0 keeps the default.
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Query: query(), MaxModelLen: -5}, "max-model-len -5"},
+		{Config{Query: query(), DefaultMaxTokens: -1}, "default-max-tokens -1"},
+		{Config{Query: query(), MaxModelLen: 1 << 40}, "exceeds the KV cache"},
+		{Config{Query: query(), Role: "both"}, `role: "both"`},
+	} {
+		if _, err := New(env(t), tc.cfg, prometheus.NewRegistry(), time.Now); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+	srv, err := New(env(t), Config{Query: query()}, prometheus.NewRegistry(), time.Now)
+	if err != nil || srv.DefaultMaxTokens != 256 || srv.MaxModelLen < 1 {
+		t.Errorf("defaults: %v, %+v", err, srv)
+	}
+}

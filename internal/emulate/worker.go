@@ -32,6 +32,9 @@ func New(env estimate.Env, cfg Config, reg *prometheus.Registry, clock Clock) (*
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MaxModelLen < 0 || cfg.DefaultMaxTokens < 0 {
+		return nil, fmt.Errorf("max-model-len %d and default-max-tokens %d: want >= 1 tokens, or 0 for the default", cfg.MaxModelLen, cfg.DefaultMaxTokens)
+	}
 	base, err := estimate.BaseConfig(env, cfg.Query)
 	if err != nil {
 		return nil, err
