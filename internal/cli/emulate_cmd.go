@@ -40,8 +40,8 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 			if err != nil {
 				return err
 			}
-			if maxInFlight < 0 {
-				return fmt.Errorf("--max-concurrent-requests: %d, want >= 1, or 0 for no limit", maxInFlight)
+			if err := checkServeFlags(port, maxInFlight); err != nil {
+				return err
 			}
 			precisionFollowsModel(cmd.Flags(), false, &q)
 			cfg.Query = q

@@ -33,6 +33,12 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
   gpuplane frontend -n serving --prefill-selector role=prefill --decode-selector role=decode --worker-port 8000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkServeFlags(port, maxInFlight); err != nil {
+				return err
+			}
+			if workerPort < 1 || workerPort > 65535 {
+				return fmt.Errorf("--worker-port: %d, want 1 to 65535", workerPort)
+			}
 			f := &frontend.Frontend{}
 			pods := func(s string) (frontend.Discovery, error) {
 				c, err := kubeclient.Clientset(kubeconfig)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -12,6 +13,18 @@ import (
 // for up to grace. Headers and bodies must arrive in time and idle
 // connections close; there is no write timeout, since answers stream for
 // as long as generation takes. At most maxConcurrent requests run at once.
+// checkServeFlags refuses what serve and a listener cannot take, before
+// anything starts.
+func checkServeFlags(port, maxConcurrent int) error {
+	if port < 0 || port > 65535 {
+		return fmt.Errorf("--port: %d, want 1 to 65535, or 0 for any free port", port)
+	}
+	if maxConcurrent < 0 {
+		return fmt.Errorf("--max-concurrent-requests: %d, want >= 1, or 0 for no limit", maxConcurrent)
+	}
+	return nil
+}
+
 func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, maxConcurrent int) error {
 	hs := &http.Server{Handler: limitConcurrent(h, maxConcurrent), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 1 << 20}

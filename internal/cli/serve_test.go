@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,5 +86,26 @@ func TestServeGraceBoundsTheDrain(t *testing.T) {
 	case <-served:
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve outlived its grace period")
+	}
+}
+
+// The serving commands refuse a port or a limit they cannot use before
+// they start anything.
+func TestServeFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"emulate", "--port", "70000"}, "--port: 70000"},
+		{[]string{"emulate", "--port", "-1"}, "--port: -1"},
+		{[]string{"emulate", "--max-concurrent-requests", "-2"}, "--max-concurrent-requests: -2"},
+		{[]string{"emulate", "--max-model-len", "-5"}, "max-model-len -5"},
+		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--port", "65536"}, "--port: 65536"},
+		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--worker-port", "0"}, "--worker-port: 0"},
+		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--max-concurrent-requests", "-1"}, "--max-concurrent-requests: -1"},
+	} {
+		if _, _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
