@@ -2,10 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -33,6 +36,15 @@ workers' metrics (spec.planner.mode: auto scales, advisory reports, off keeps th
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseDevMode(dev), zap.WriteTo(g.stderr)))
+			if err := checkListenAddr("--metrics-addr", o.MetricsAddr); err != nil {
+				return err
+			}
+			if err := checkListenAddr("--health-addr", o.HealthAddr); err != nil {
+				return err
+			}
+			if _, err := name.ParseReference(o.FrontendImage); err != nil {
+				return fmt.Errorf("--frontend-image: %q: %v; give an image reference such as %s", o.FrontendImage, err, manifest.DefaultGPUPlaneImage)
+			}
 			env, err := g.env()
 			if err != nil {
 				return err
@@ -63,4 +75,23 @@ workers' metrics (spec.planner.mode: auto scales, advisory reports, off keeps th
 	f.BoolVar(&dev, "dev-logs", false, "human-readable logs instead of JSON")
 	cmd.AddCommand(run)
 	return cmd
+}
+
+// checkListenAddr refuses an address a server cannot listen on ("0" turns
+// the server off), before the controller connects to anything.
+func checkListenAddr(flag, addr string) error {
+	if addr == "0" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		var p int
+		if p, err = strconv.Atoi(port); err == nil && (p < 0 || p > 65535) {
+			err = fmt.Errorf("port %d out of range", p)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %q: %v; give host:port (:port listens on every interface) or 0 to turn it off", flag, addr, err)
+	}
+	return nil
 }

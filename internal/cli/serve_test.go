@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +106,25 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--max-concurrent-requests", "-1"}, "--max-concurrent-requests: -1"},
 	} {
 		if _, _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// The controller refuses addresses and an image it cannot use before it
+// connects to a cluster.
+func TestControllerFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--metrics-addr", "notanaddr"}, `--metrics-addr: "notanaddr"`},
+		{[]string{"--health-addr", ":99999"}, "port 99999 out of range"},
+		{[]string{"--frontend-image", "UPPER CASE:bad"}, "--frontend-image"},
+		{[]string{"--metrics-addr", "0", "--health-addr", "127.0.0.1:0"}, "--kubeconfig"}, // valid: it gets as far as the cluster
+	} {
+		args := append([]string{"controller", "run", "--kubeconfig", filepath.Join(t.TempDir(), "none")}, tc.args...)
+		if _, _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
