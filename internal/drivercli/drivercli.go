@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/dra/healthfile"
+	"github.com/gpuplane/gpuplane/internal/dra/inventory"
 	"github.com/gpuplane/gpuplane/internal/dra/nvmldiscovery"
 	"github.com/gpuplane/gpuplane/internal/dra/plugin"
 	"github.com/gpuplane/gpuplane/internal/dra/profiles"
@@ -78,6 +79,27 @@ the device (NVML discovery).
 			if healthEvents != "" && discovery != "profile" {
 				return fmt.Errorf("--health-events: %q is for --discovery profile; NVML reports the GPUs' health itself", healthEvents)
 			}
+			// What this node publishes is checked before the cluster is asked
+			// anything: a bad profile or layout is the flags' fault.
+			var inv *inventory.Node
+			switch discovery {
+			case "nvml":
+			case "profile":
+				p, err := profiles.Lookup(catalog.MustDefault(), profile)
+				if err != nil {
+					return fmt.Errorf("--profile: %w", err)
+				}
+				if inv, err = profiles.Discover(catalog.MustDefault(), p, profiles.Node{Name: nodeName, MIGLayout: migLayout}); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("--discovery: %q, want nvml or profile", discovery)
+			}
+			if healthzAddr != "" {
+				if _, _, err := net.SplitHostPort(healthzAddr); err != nil {
+					return fmt.Errorf("--healthz-addr: %q: %v; give host:port, e.g. :51515", healthzAddr, err)
+				}
+			}
 			client, err := kubeclient.Clientset(kubeconfig)
 			if err != nil {
 				return err
@@ -99,15 +121,6 @@ the device (NVML discovery).
 				cfg.Partitioner = &nvmldiscovery.Partitioner{Lib: lib}
 				cfg.Health = &nvmldiscovery.Health{Lib: lib}
 			case "profile":
-				c := catalog.MustDefault()
-				p, err := profiles.Lookup(c, profile)
-				if err != nil {
-					return fmt.Errorf("--profile: %w", err)
-				}
-				inv, err := profiles.Discover(c, p, profiles.Node{Name: nodeName, MIGLayout: migLayout})
-				if err != nil {
-					return err
-				}
 				cfg.Discoverer = profiles.Static{Node: inv}
 				// The fake GPUs keep their dynamic partitions across driver
 				// restarts in the plugin folder, as real GPUs keep theirs.
@@ -116,8 +129,6 @@ the device (NVML discovery).
 				if healthEvents != "" {
 					cfg.Health = &healthfile.Source{Path: healthEvents, Inv: inv}
 				}
-			default:
-				return fmt.Errorf("--discovery: %q, want nvml or profile", discovery)
 			}
 
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

@@ -15,6 +15,12 @@ func TestRunFlagErrors(t *testing.T) {
 	}{
 		{[]string{"run"}, "--node-name: required"},
 		{[]string{"run", "--node-name=n", "--health-events=h.jsonl"}, `--health-events: "h.jsonl" is for --discovery profile`},
+		// A kubeconfig that does not exist: each must fail on its flag first.
+		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=magic"}, `--discovery: "magic"`},
+		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=nonesuch"}, `--profile: unknown device profile "nonesuch"`},
+		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=hgx-h100", "--mig-layout=9g.99gb"}, `"9g.99gb" is not a MIG profile`},
+		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=hgx-h100", "--healthz-addr=nope"}, `--healthz-addr: "nope"`},
+		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=hgx-h100"}, "kubeconfig"},
 	} {
 		var stderr strings.Builder
 		t.Setenv("NODE_NAME", "")
