@@ -106,6 +106,15 @@ func TestBatchBreakdownKey(t *testing.T) {
 	}
 }
 
+// An empty query file is an error, not an empty table that looks answered.
+func TestBatchOfNothing(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "q.jsonl")
+	os.WriteFile(f, nil, 0o644)
+	if _, _, err := run(t, "estimate", "-f", f); err == nil || !strings.Contains(err.Error(), "no queries (the input is empty)") {
+		t.Errorf("empty file: %v", err)
+	}
+}
+
 func TestBatchKeepsOrderAndReportsBadLines(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "q.jsonl")

@@ -308,6 +308,9 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("-f %s: %w", file, err)
 	}
+	if len(lines) == 0 {
+		return fmt.Errorf("-f %s: no queries (the input is empty); give one JSON object a line, e.g. {\"model\": \"Qwen/Qwen3-8B\", \"concurrency\": 8}", file)
+	}
 	results := make(lineResults, len(lines))
 	var wg sync.WaitGroup
 	var done atomic.Int64
