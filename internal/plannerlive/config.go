@@ -3,6 +3,8 @@ package plannerlive
 import (
 	"bytes"
 	"fmt"
+	"net"
+	"net/url"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -88,6 +90,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	if _, err := ParseDialect(m.Engine); err != nil {
 		return nil, err
 	}
+	if err := checkEndpoints(&c); err != nil {
+		return nil, err
+	}
 	for name, t := range map[string]Target{"prefill": c.Targets.Prefill, "decode": c.Targets.Decode} {
 		if t.Version == "" || t.Resource == "" || t.Namespace == "" || t.Name == "" {
 			return nil, fmt.Errorf("targets.%s: version, resource, namespace and name are required (e.g. group: apps, version: v1, resource: deployments)", name)
@@ -97,6 +102,46 @@ func ParseConfig(data []byte) (*Config, error) {
 		c.Listen = "127.0.0.1:9464" // loopback unless the file says wider (":9464" in a pod)
 	}
 	return &c, nil
+}
+
+// checkEndpoints refuses a metrics URL, port or listen address that no
+// tick could use: each would otherwise fail at every tick while the
+// planner holds.
+func checkEndpoints(c *Config) error {
+	m := c.Metrics
+	if m.Prometheus != nil {
+		if err := checkURL("metrics.prometheus.url", m.Prometheus.URL); err != nil {
+			return err
+		}
+	}
+	if s := m.Scrape; s != nil {
+		for _, pool := range []struct {
+			name string
+			urls []string
+		}{{"prefill", s.Prefill}, {"decode", s.Decode}} {
+			for i, u := range pool.urls {
+				if err := checkURL(fmt.Sprintf("metrics.scrape.%s[%d]", pool.name, i), u); err != nil {
+					return err
+				}
+			}
+		}
+		if s.Port < 0 || s.Port > 65535 {
+			return fmt.Errorf("metrics.scrape.port: %d, want 1 to 65535 (0: 8000)", s.Port)
+		}
+	}
+	if c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			return fmt.Errorf("listen: %q: %v; give host:port, e.g. 127.0.0.1:9464 (\":9464\" in a pod)", c.Listen, err)
+		}
+	}
+	return nil
+}
+
+func checkURL(field, raw string) error {
+	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s: %q is not an http(s) URL; e.g. http://10.1.2.3:8000/metrics", field, raw)
+	}
+	return nil
 }
 
 // Build makes the planner on the performance model of the configured engines.

@@ -38,9 +38,14 @@ func TestConfig(t *testing.T) {
 		"no engine":     strings.Replace(good, "gpu: h100_sxm, ", "", 1),
 		"urls and pods": strings.Replace(good, "scrape: {", "scrape: {prefillSelector: role=prefill, ", 1),
 		"pods half":     strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "scrape: {prefillSelector: role=prefill, namespace: s}", 1),
+		"scrape url":    strings.Replace(good, `"http://127.0.0.1:8001/metrics"`, `"127.0.0.1:8001/metrics"`, 1),
+		"prom url":      strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "prometheus: {url: prometheus:9090, prefillSelector: a, decodeSelector: b}", 1),
+		"pods port":     strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "scrape: {namespace: s, prefillSelector: a, decodeSelector: b, port: 70000}", 1),
+		"listen":        good + "listen: \"9464\"\n",
 	}
 	wants := map[string]string{"unknown field": "speed", "two sources": "exactly one", "no target": "targets.decode", "no engine": "engine.model",
-		"urls and pods": "not both or neither", "pods half": "needs decodeSelector"}
+		"urls and pods": "not both or neither", "pods half": "needs decodeSelector", "scrape url": `metrics.scrape.decode[0]: "127.0.0.1:8001/metrics" is not an http(s) URL`,
+		"prom url": "metrics.prometheus.url", "pods port": "metrics.scrape.port: 70000", "listen": `listen: "9464"`}
 	// Workers found by label: the source gets its client only then.
 	pods := strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`,
 		"scrape: {namespace: s, prefillSelector: role=prefill, decodeSelector: role=decode}", 1)
