@@ -63,6 +63,15 @@ func (s *Scenario) checkLimits() error {
 		if n := peak * d; n > MaxRequests {
 			return fmt.Errorf("workload.rate: up to %.3g req/s over %g s is about %.3g requests, at most %d a run; lower the rate or durationSeconds", peak, d, n, MaxRequests)
 		}
+		// A change of rate that starts after the run ends never happens.
+		for _, c := range []struct {
+			name  string
+			start *float64
+		}{{"step", stepStart(w.Rate)}, {"ramp", rampStart(w.Rate)}} {
+			if c.start != nil && *c.start >= d {
+				return fmt.Errorf("workload.rate.%s: start %g is at or past the scenario's end (durationSeconds %g), so the rate never changes; start it earlier or run longer", c.name, *c.start, d)
+			}
+		}
 	}
 	if u := w.Users; u != nil && (u.N > MaxUsers || u.ThinkMs < 0 || !finite(u.RampSeconds) || u.RampSeconds < 0) {
 		return fmt.Errorf("workload.users: count %d must be 1 to %d, thinkMs %d and rampSeconds %g >= 0", u.N, MaxUsers, u.ThinkMs, u.RampSeconds)
@@ -128,6 +137,20 @@ func (ds *DistSpec) check(field string) error {
 		return minmax("lognormal", l.Min, l.Max)
 	}
 	return nil
+}
+
+func stepStart(r *RateSpec) *float64 {
+	if r.Step == nil {
+		return nil
+	}
+	return &r.Step.Start
+}
+
+func rampStart(r *RateSpec) *float64 {
+	if r.Ramp == nil {
+		return nil
+	}
+	return &r.Ramp.Start
 }
 
 // peak is the rate profile's highest rate, after checking its fields.

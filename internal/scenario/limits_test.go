@@ -5,6 +5,12 @@ import (
 	"testing"
 )
 
+// burstDoc adds a burst of 10 users for 30 s at start with a ramp.
+func burstDoc(doc func(rate, isl, dur, extra string) string, start, ramp string) string {
+	d := doc("{constant: 1}", "{fixed: 100}", "60", "")
+	return strings.Replace(d, "osl: {fixed: 10}}", "osl: {fixed: 10}, burst: {count: 10, startSeconds: "+start+", durationSeconds: 30, rampSeconds: "+ramp+", isl: {fixed: 10}, osl: {fixed: 5}}}", 1)
+}
+
 // Numbers that would make a run unbounded or meaningless are refused
 // before any work, naming the field.
 func TestLimits(t *testing.T) {
@@ -34,6 +40,10 @@ EXTRA`
 		"two documents":       {doc("{constant: 1}", "{fixed: 100}", "60", "---\nmodel: x"), "YAML documents"},
 		"dp x replicas":       {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "replicas: 1", "dp: 8, replicas: 2000", 1), "deployment.agg: 2000 replicas of dp 8 make 16000 engines"},
 		"huge dp":             {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "replicas: 1", "dp: 100000000000000000, replicas: 1", 1), "deployment.agg: 1 replicas of dp"},
+		"step after the end":  {doc("{step: {base: 1, peak: 2, start: 60, end: 90}}", "{fixed: 100}", "60", ""), "workload.rate.step: start 60 is at or past the scenario's end"},
+		"ramp after the end":  {doc("{ramp: {from: 1, to: 2, start: 100, end: 200}}", "{fixed: 100}", "60", ""), "workload.rate.ramp: start 100"},
+		"burst after the end": {burstDoc(doc, "60", "0"), "workload.burst.startSeconds: 60 is at or past the scenario's end"},
+		"ramp past the burst": {burstDoc(doc, "10", "31"), "workload.burst.rampSeconds: 31 is longer than the burst"},
 	}
 	for name, tc := range cases {
 		if _, err := build(t, tc.doc); err == nil || !strings.Contains(err.Error(), tc.want) {
