@@ -8,4 +8,4 @@ import (
 	"github.com/gpuplane/gpuplane/internal/cli"
 )
 
-func main() { os.Exit(cli.Main(os.Args[1:])) }
+func main() { os.Exit(cli.MainAs("kubectl gpuplane", os.Args[1:])) }

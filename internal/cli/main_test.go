@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -16,4 +18,17 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// As a kubectl plugin the help says how kubectl runs it.
+func TestPluginNameInHelp(t *testing.T) {
+	var out bytes.Buffer
+	root := newRootAs("kubectl gpuplane", &out, &out)
+	root.SetArgs([]string{"explain", "pod", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "kubectl gpuplane explain pod") {
+		t.Errorf("plugin help:\n%s", out.String())
+	}
 }

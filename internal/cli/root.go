@@ -138,14 +138,27 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 }
 
 // Main runs the CLI and returns the process exit code.
-func Main(args []string) int {
-	root := NewRoot(os.Stdout, os.Stderr)
+func Main(args []string) int { return MainAs("", args) }
+
+// MainAs is Main under another command name in help and usage ("kubectl
+// gpuplane" for the kubectl plugin); "" keeps gpuplane.
+func MainAs(name string, args []string) int {
+	root := newRootAs(name, os.Stdout, os.Stderr)
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		return 1
 	}
 	return 0
+}
+
+// newRootAs is NewRoot shown in help and usage as name ("" keeps gpuplane).
+func newRootAs(name string, stdout, stderr io.Writer) *cobra.Command {
+	root := NewRoot(stdout, stderr)
+	if name != "" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
+	}
+	return root
 }
 
 type versionInfo struct {
