@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/agnivade/levenshtein"
 
@@ -60,6 +61,27 @@ func MustDefault() *Catalog {
 		panic(err)
 	}
 	return c
+}
+
+var (
+	embeddedArchOnce sync.Once
+	embeddedArch     map[string]bool
+)
+
+// EmbeddedArchitecture says whether arch (a Hugging Face architecture
+// class) is one of the embedded catalog's models: the ones the pricing was
+// built and checked on. A model of another class is priced from its sizes
+// alone, and whatever else its config describes is not.
+func EmbeddedArchitecture(arch string) bool {
+	embeddedArchOnce.Do(func() {
+		embeddedArch = map[string]bool{}
+		for _, m := range MustDefault().Models {
+			if m.Architecture != "" {
+				embeddedArch[m.Architecture] = true
+			}
+		}
+	})
+	return embeddedArch[arch]
 }
 
 // LoadFile merges a user catalog file: entries with a known name replace

@@ -143,6 +143,17 @@ func (o *Output) noteContext(m *catalog.Model, tokens int) {
 	}
 }
 
+// noteArchitecture says when the model's architecture class is none the
+// embedded catalog has: it is priced from the sizes its config gives (layers,
+// widths, heads, experts, MLA, linear attention, windows), and anything else
+// in that architecture is not.
+func (o *Output) noteArchitecture(m *catalog.Model) {
+	if m.Architecture == "" || catalog.EmbeddedArchitecture(m.Architecture) {
+		return
+	}
+	o.Notes = append(o.Notes, fmt.Sprintf("architecture %s is none of the embedded catalog's models': it is priced from the sizes its config gives (layers, widths, heads, experts, MLA, linear attention, sliding windows), and any other feature of it is not priced", m.Architecture))
+}
+
 // noteADPHold says that the worker's attention-DP ranks hold prompts for
 // each other, which shows as TTFT.
 func (o *Output) noteADPHold(w *perf.Worker) {
@@ -285,6 +296,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 	out := &Output{Model: base.Model.Name, Device: dev.Name(), Backend: string(base.Backend), ISL: q.ISL, OSL: q.OSL,
 		Harness: string(opt.Harness), SpecTokens: base.SpecTokens, SpecAccept: base.SpecAccept}
 	out.noteContext(base.Model, q.ISL+q.OSL)
+	out.noteArchitecture(base.Model)
 	out.noteSpec(base)
 	var res *serving.Result
 	var cfgUsed perf.Config

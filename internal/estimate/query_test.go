@@ -479,3 +479,32 @@ func TestSpeculationMovesTheBottleneckToPrefill(t *testing.T) {
 		t.Errorf("speculative %.2f req/s, median ttft %.0f ms; plain %.2f req/s, %.0f ms", spec.RequestsPerS, spec.TTFTP50ms, plain.RequestsPerS, plain.TTFTP50ms)
 	}
 }
+
+// A model of an architecture class the embedded catalog does not have is
+// priced from its sizes, and the estimate says so; a known one has no note.
+func TestUnknownArchitectureNote(t *testing.T) {
+	cat := catalog.MustDefault()
+	m, err := catalog.ParseHFConfig([]byte(`{"architectures":["MysteryForCausalLM"],"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"num_hidden_layers":32,"intermediate_size":14336,"vocab_size":128256}`), "example/mystery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.AddModel(m); err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Catalog: cat, Params: perf.MustDefaultParams()}
+	note := func(model string) bool {
+		out, err := Run(env, Query{Model: model, GPU: "h100_sxm", Backend: "vllm", ISL: 1000, OSL: 100, Concurrency: 4}, serving.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range out.Notes {
+			if strings.Contains(n, "architecture MysteryForCausalLM is none of the embedded catalog's models'") {
+				return true
+			}
+		}
+		return false
+	}
+	if !note("example/mystery") || note("meta-llama/Llama-3.1-8B") {
+		t.Errorf("architecture note: mystery %v, llama %v; want only the mystery model's", note("example/mystery"), note("meta-llama/Llama-3.1-8B"))
+	}
+}
