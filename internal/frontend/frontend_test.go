@@ -21,6 +21,20 @@ func worker(t *testing.T, role string) (string, *prometheus.Registry) {
 	return emulatetest.Start(t, role)
 }
 
+// serve starts f on a test server, its metrics on a fresh registry and
+// its worker lists read once; the server closes with the test.
+func serve(t *testing.T, f *Frontend) (*httptest.Server, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := f.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh(context.Background())
+	ts := httptest.NewServer(f.Handler(reg))
+	t.Cleanup(ts.Close)
+	return ts, reg
+}
+
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, _ := reg.Gather()
@@ -41,13 +55,7 @@ func TestDisaggregatedRouting(t *testing.T) {
 	d1, dreg1 := worker(t, "decode")
 	d2, dreg2 := worker(t, "decode")
 	f := &Frontend{Prefill: workers.Static{p1}, Decode: workers.Static{d1, d2}}
-	reg := prometheus.NewRegistry()
-	if err := f.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	f.refresh(context.Background())
-	ts := httptest.NewServer(f.Handler(reg))
-	defer ts.Close()
+	ts, _ := serve(t, f)
 
 	s, _, err := bench.Run(context.Background(), bench.Options{URL: ts.URL, Model: "m", Rate: 10, Constant: true,
 		ISL: workload.Fixed{N: 500}, OSL: workload.Fixed{N: 30}, Duration: 2 * time.Second})
@@ -97,11 +105,7 @@ func TestDisaggregatedRouting(t *testing.T) {
 
 func TestNoWorkers(t *testing.T) {
 	f := &Frontend{Agg: workers.Static{}}
-	reg := prometheus.NewRegistry()
-	f.Register(reg)
-	f.refresh(context.Background())
-	ts := httptest.NewServer(f.Handler(reg))
-	defer ts.Close()
+	ts, _ := serve(t, f)
 	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -156,15 +160,10 @@ func dying(t *testing.T, chunks int) string {
 	return srv.URL
 }
 
+// frontendOn serves an aggregated frontend over urls.
 func frontendOn(t *testing.T, urls ...string) (*Frontend, *httptest.Server, *prometheus.Registry) {
 	f := &Frontend{Agg: workers.Static(urls)}
-	reg := prometheus.NewRegistry()
-	if err := f.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	f.refresh(context.Background())
-	ts := httptest.NewServer(f.Handler(reg))
-	t.Cleanup(ts.Close)
+	ts, reg := serve(t, f)
 	return f, ts, reg
 }
 
@@ -286,13 +285,7 @@ func TestDisaggregatedBadRequests(t *testing.T) {
 	p1, _ := worker(t, "prefill")
 	d1, _ := worker(t, "decode")
 	f := &Frontend{Prefill: workers.Static{p1}, Decode: workers.Static{d1}}
-	reg := prometheus.NewRegistry()
-	if err := f.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	f.refresh(context.Background())
-	ts := httptest.NewServer(f.Handler(reg))
-	defer ts.Close()
+	ts, _ := serve(t, f)
 	for _, tc := range []struct {
 		body string
 		want []string
