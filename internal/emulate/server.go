@@ -9,9 +9,10 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/gpuplane/gpuplane/internal/strict"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 // Server is the OpenAI-compatible HTTP face of one emulated worker.
