@@ -492,3 +492,17 @@ func TestContextNote(t *testing.T) {
 		t.Errorf("unknown context: %q, want no note", got)
 	}
 }
+
+// A config.json that does not validate is told in its own keys.
+func TestHFConfigErrorsNameItsKeys(t *testing.T) {
+	base := `{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_attention_heads":32,"num_hidden_layers":32,"intermediate_size":14336,"vocab_size":128256`
+	for _, tc := range []struct{ doc, want string }{
+		{strings.Replace(base, `"num_attention_heads":32`, `"num_attention_heads":0`, 1) + "}", "(in config.json: attentionHeads is num_attention_heads)"},
+		{base + `,"num_key_value_heads":5}`, "attentionHeads is num_attention_heads, kvHeads is num_key_value_heads"},
+		{base + `,"num_experts":8,"num_experts_per_tok":9}`, "expertsPerToken is num_experts_per_tok"},
+	} {
+		if _, err := ParseHFConfig([]byte(tc.doc), "x"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/strict"
@@ -66,18 +67,20 @@ func LoadHFConfig(path, name string) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read model config: %w", err)
 	}
-	m, err := ParseHFConfig(b, name)
+	m, err := parseHFConfig(b, name, strings.TrimSuffix(path, ".json"))
 	if err != nil {
 		return nil, fmt.Errorf("model config %s: %w", path, err)
-	}
-	if m.Name == "" {
-		m.Name = strings.TrimSuffix(path, ".json")
 	}
 	return m, nil
 }
 
-// ParseHFConfig converts config.json bytes into a Model.
-func ParseHFConfig(b []byte, name string) (*Model, error) {
+// ParseHFConfig converts config.json bytes into a Model. name overrides the
+// model name; when empty the config's _name_or_path is used.
+func ParseHFConfig(b []byte, name string) (*Model, error) { return parseHFConfig(b, name, "") }
+
+// parseHFConfig is ParseHFConfig with the name to use when neither name nor
+// the config gives one.
+func parseHFConfig(b []byte, name, fallback string) (*Model, error) {
 	var c hfConfig
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("parse config.json: %w", err)
@@ -94,7 +97,7 @@ func ParseHFConfig(b []byte, name string) (*Model, error) {
 		c = tc
 	}
 	m := &Model{
-		Name:                  firstNonEmpty(name, c.NameOrPath),
+		Name:                  firstNonEmpty(name, c.NameOrPath, fallback),
 		Layers:                c.NumHiddenLayers,
 		HiddenSize:            c.HiddenSize,
 		AttentionHeads:        c.NumAttentionHeads,
@@ -166,9 +169,38 @@ func ParseHFConfig(b []byte, name string) (*Model, error) {
 		}
 	}
 	if err := m.Validate(); err != nil {
-		return nil, err
+		return nil, hfKeys(err)
 	}
 	return m, nil
+}
+
+// hfKeyOf is the config.json key of each catalog field a validation error
+// can name.
+var hfKeyOf = map[string]string{
+	"layers": "num_hidden_layers", "hiddenSize": "hidden_size", "attentionHeads": "num_attention_heads",
+	"kvHeads": "num_key_value_heads", "headDim": "head_dim", "intermediateSize": "intermediate_size",
+	"vocabSize": "vocab_size", "maxPositionEmbeddings": "max_position_embeddings", "slidingWindow": "sliding_window",
+	"experts": "num_experts (or n_routed_experts)", "expertsPerToken": "num_experts_per_tok",
+	"moe.intermediateSize": "moe_intermediate_size",
+}
+
+var catalogField = regexp.MustCompile(`\b(moe\.intermediateSize|layers|hiddenSize|attentionHeads|kvHeads|headDim|intermediateSize|vocabSize|maxPositionEmbeddings|slidingWindow|experts|expertsPerToken)\b`)
+
+// hfKeys adds to a validation error the config.json keys of the catalog
+// fields it names, so that the fix can be found in the file.
+func hfKeys(err error) error {
+	var keys []string
+	seen := map[string]bool{}
+	for _, f := range catalogField.FindAllString(err.Error(), -1) {
+		if !seen[f] {
+			seen[f] = true
+			keys = append(keys, f+" is "+hfKeyOf[f])
+		}
+	}
+	if len(keys) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (in config.json: %s)", err, strings.Join(keys, ", "))
 }
 
 // linearLayers counts gated delta-net layers: from layer_types when given,
