@@ -29,7 +29,7 @@ func (t simTable) Rows() [][]string {
 		{"goodput", fmt.Sprintf("%.2f req/s", s.GoodputRPS)},
 		{"ttft p50/p90/p99", fmt.Sprintf("%.1f / %.1f / %.1f ms", s.TTFTms.P50, s.TTFTms.P90, s.TTFTms.P99)},
 		{"itl p50/p90/p99", fmt.Sprintf("%.2f / %.2f / %.2f ms", s.ITLms.P50, s.ITLms.P90, s.ITLms.P99)},
-		{"gpu hours", fmt.Sprintf("%.3f", s.GPUHours)}, {"simulated", fmt.Sprintf("%.0f s", s.SimSeconds)},
+		{"gpu hours", fmt.Sprintf("%.3f", s.GPUHours)}, {"simulated", simSeconds(s.SimSeconds)},
 	}
 	if v := s.SLO; v != nil {
 		rows = append(rows, []string{"slo", v.String()})
@@ -140,4 +140,13 @@ reports SLO attainment, goodput, latency percentiles, GPU-hours and per-interval
 	cmd.Flags().StringVar(&jsonOut, "json", "", "write the summary as JSON")
 	cmd.Flags().StringVar(&reqOut, "requests", "", "write one CSV row per finished request")
 	return cmd
+}
+
+// simSeconds prints simulated time: tenths below 100 s, where a short run
+// would otherwise read "0 s".
+func simSeconds(v float64) string {
+	if v < 100 {
+		return fmt.Sprintf("%.1f s", v)
+	}
+	return fmt.Sprintf("%.0f s", v)
 }
