@@ -28,6 +28,10 @@ func ParseFormat(s string) (Format, error) {
 	case Table, JSON, YAML, JSONL:
 		return f, nil
 	}
+	if strings.ContainsAny(s, "./") {
+		// A file name: -o picks a format; files come from flags such as --report.
+		return "", fmt.Errorf("output: %q is not one of table, json, yaml, jsonl; -o picks the printed format, and files are written by the command's flags (--report FILE.html, --json FILE; simulate also takes -o FILE.html)", s)
+	}
 	return "", fmt.Errorf("output: %q is not one of table, json, yaml, jsonl", s)
 }
 

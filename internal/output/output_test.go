@@ -19,6 +19,12 @@ func TestFormats(t *testing.T) {
 	if _, err := ParseFormat("xml"); err == nil || !strings.Contains(err.Error(), "table, json, yaml, jsonl") {
 		t.Fatalf("bad format error: %v", err)
 	}
+	if _, err := ParseFormat("out/report.pdf"); err == nil || !strings.Contains(err.Error(), "-o picks the printed format") {
+		t.Fatalf("a file name for -o: %v", err)
+	}
+	if _, err := ParseFormat("xml"); err == nil || strings.Contains(err.Error(), "-o picks") {
+		t.Fatalf("a format name needs no file hint: %v", err)
+	}
 	var b bytes.Buffer
 	if err := Write(&b, Table, tbl{}); err != nil {
 		t.Fatal(err)
