@@ -9,10 +9,6 @@ import (
 	"time"
 )
 
-// serve runs h on ln until ctx ends, then lets requests in flight finish
-// for up to grace. Headers and bodies must arrive in time and idle
-// connections close; there is no write timeout, since answers stream for
-// as long as generation takes. At most maxConcurrent requests run at once.
 // checkServeFlags refuses what serve and a listener cannot take, before
 // anything starts.
 func checkServeFlags(port, maxConcurrent int) error {
@@ -25,6 +21,10 @@ func checkServeFlags(port, maxConcurrent int) error {
 	return nil
 }
 
+// serve runs h on ln until ctx ends, then lets requests in flight finish
+// for up to grace. Headers and bodies must arrive in time and idle
+// connections close; there is no write timeout, since answers stream for
+// as long as generation takes. At most maxConcurrent requests run at once.
 func serve(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration, maxConcurrent int) error {
 	hs := &http.Server{Handler: limitConcurrent(h, maxConcurrent), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 1 << 20}
