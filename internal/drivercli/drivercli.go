@@ -85,11 +85,12 @@ the device (NVML discovery).
 			switch discovery {
 			case "nvml":
 			case "profile":
-				p, err := profiles.Lookup(catalog.MustDefault(), profile)
+				c := catalog.MustDefault()
+				p, err := profiles.Lookup(c, profile)
 				if err != nil {
 					return fmt.Errorf("--profile: %w", err)
 				}
-				if inv, err = profiles.Discover(catalog.MustDefault(), p, profiles.Node{Name: nodeName, MIGLayout: migLayout}); err != nil {
+				if inv, err = profiles.Discover(c, p, profiles.Node{Name: nodeName, MIGLayout: migLayout}); err != nil {
 					return err
 				}
 			default:
