@@ -55,6 +55,11 @@ func (s *Scenario) checkLimits() error {
 			return err
 		}
 	}
+	// late refuses a change that starts at or after the run's end: it
+	// would never happen.
+	late := func(field string, start float64, so string) error {
+		return fmt.Errorf("%s %g is at or past the scenario's end (durationSeconds %g), so %s; start it earlier or run longer", field, start, d, so)
+	}
 	if w.Rate != nil {
 		peak, err := w.Rate.peak()
 		if err != nil {
@@ -63,14 +68,11 @@ func (s *Scenario) checkLimits() error {
 		if n := peak * d; n > MaxRequests {
 			return fmt.Errorf("workload.rate: up to %.3g req/s over %g s is about %.3g requests, at most %d a run; lower the rate or durationSeconds", peak, d, n, MaxRequests)
 		}
-		// A change of rate that starts after the run ends never happens.
-		for _, c := range []struct {
-			name  string
-			start *float64
-		}{{"step", stepStart(w.Rate)}, {"ramp", rampStart(w.Rate)}} {
-			if c.start != nil && *c.start >= d {
-				return fmt.Errorf("workload.rate.%s: start %g is at or past the scenario's end (durationSeconds %g), so the rate never changes; start it earlier or run longer", c.name, *c.start, d)
-			}
+		switch r := w.Rate; {
+		case r.Step != nil && r.Step.Start >= d:
+			return late("workload.rate.step: start", r.Step.Start, "the rate never changes")
+		case r.Ramp != nil && r.Ramp.Start >= d:
+			return late("workload.rate.ramp: start", r.Ramp.Start, "the rate never changes")
 		}
 	}
 	if u := w.Users; u != nil && (u.N > MaxUsers || u.ThinkMs < 0 || !finite(u.RampSeconds) || u.RampSeconds < 0) {
@@ -82,6 +84,10 @@ func (s *Scenario) checkLimits() error {
 			return fmt.Errorf("workload.burst.count: %d must be at most %d", b.N, MaxUsers)
 		case !finite(b.StartSeconds) || !finite(b.DurationSeconds) || !finite(b.RampSeconds):
 			return fmt.Errorf("workload.burst: startSeconds, durationSeconds and rampSeconds must be finite")
+		case b.StartSeconds >= d:
+			return late("workload.burst.startSeconds:", b.StartSeconds, "the burst would never start")
+		case b.DurationSeconds > 0 && b.RampSeconds > b.DurationSeconds:
+			return fmt.Errorf("workload.burst.rampSeconds: %g is longer than the burst (durationSeconds %g), so not every user would arrive; shorten the ramp", b.RampSeconds, b.DurationSeconds)
 		}
 		for _, ds := range []struct {
 			field string
@@ -137,20 +143,6 @@ func (ds *DistSpec) check(field string) error {
 		return minmax("lognormal", l.Min, l.Max)
 	}
 	return nil
-}
-
-func stepStart(r *RateSpec) *float64 {
-	if r.Step == nil {
-		return nil
-	}
-	return &r.Step.Start
-}
-
-func rampStart(r *RateSpec) *float64 {
-	if r.Ramp == nil {
-		return nil
-	}
-	return &r.Ramp.Start
 }
 
 // peak is the rate profile's highest rate, after checking its fields.

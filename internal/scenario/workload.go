@@ -73,10 +73,6 @@ func buildWorkload(s *Scenario, rng *rand.Rand) (workload.Source, *sim.Users, er
 		return nil, nil, fmt.Errorf("workload.burst: startSeconds >= 0 and durationSeconds > 0")
 	case b.RampSeconds < 0:
 		return nil, nil, fmt.Errorf("workload.burst.rampSeconds: must be >= 0")
-	case s.DurationSeconds > 0 && b.StartSeconds >= s.DurationSeconds:
-		return nil, nil, fmt.Errorf("workload.burst.startSeconds: %g is at or past the scenario's end (durationSeconds %g), so the burst would never start; start it earlier or run longer", b.StartSeconds, s.DurationSeconds)
-	case b.RampSeconds > b.DurationSeconds:
-		return nil, nil, fmt.Errorf("workload.burst.rampSeconds: %g is longer than the burst (durationSeconds %g), so not every user would arrive; shorten the ramp", b.RampSeconds, b.DurationSeconds)
 	}
 	isl, err := b.ISL.build("burst.isl")
 	if err != nil {
