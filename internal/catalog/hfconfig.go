@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/strict"
@@ -184,7 +185,18 @@ var hfKeyOf = map[string]string{
 	"moe.intermediateSize": "moe_intermediate_size",
 }
 
-var catalogField = regexp.MustCompile(`\b(moe\.intermediateSize|layers|hiddenSize|attentionHeads|kvHeads|headDim|intermediateSize|vocabSize|maxPositionEmbeddings|slidingWindow|experts|expertsPerToken)\b`)
+// catalogField finds those fields in an error's text, the longest names
+// first so that moe.intermediateSize is not read as intermediateSize.
+var catalogField = func() *regexp.Regexp {
+	names := make([]string, 0, len(hfKeyOf))
+	for n := range hfKeyOf {
+		names = append(names, regexp.QuoteMeta(n))
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return len(names[i]) > len(names[j]) || len(names[i]) == len(names[j]) && names[i] < names[j]
+	})
+	return regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\b`)
+}()
 
 // hfKeys adds to a validation error the config.json keys of the catalog
 // fields it names, so that the fix can be found in the file.
