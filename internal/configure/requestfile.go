@@ -135,10 +135,7 @@ func (f *File) CheckHardware(env Env) error {
 func ParseFile(data []byte) (*File, error) {
 	data = bytes.TrimSpace(data)
 	var tm typeMeta
-	if err := strict.NonFinite(data); err != nil {
-		return nil, fmt.Errorf("request file: %w", err)
-	}
-	if err := strict.NameTypeError(yaml.Unmarshal(data, &tm)); err != nil {
+	if err := strict.Why(data, yaml.Unmarshal(data, &tm)); err != nil {
 		return nil, fmt.Errorf("request file: %w", err)
 	}
 	switch {
@@ -161,7 +158,7 @@ func decodeStrict(kind string, data []byte, v any) error {
 	if err := strict.UnknownField(data, v); err != nil {
 		return fmt.Errorf("%s: %w (see docs/CONFIGURE.md for the fields gpuplane reads)", kind, err)
 	}
-	if err := strict.NameTypeError(yaml.UnmarshalStrict(data, v)); err != nil {
+	if err := strict.Why(data, yaml.UnmarshalStrict(data, v)); err != nil {
 		return fmt.Errorf("%s: %w", kind, err)
 	}
 	return nil

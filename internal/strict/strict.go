@@ -20,13 +20,10 @@ func Unmarshal(data []byte, v any) error {
 	if err := SingleDocument(data); err != nil {
 		return err
 	}
-	if err := NonFinite(data); err != nil {
-		return err
-	}
 	if err := UnknownField(data, v); err != nil {
-		return err
+		return Why(data, err)
 	}
-	return NameTypeError(yaml.UnmarshalStrict(data, v))
+	return Why(data, yaml.UnmarshalStrict(data, v))
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)

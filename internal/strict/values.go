@@ -11,12 +11,26 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 )
 
-// NonFinite finds the first scalar a YAML document resolves to NaN or an
-// infinity (.nan, .inf, 1e999) and names it by its path and line. The
-// YAML-to-JSON step of the decoder refuses such a value without saying
-// where it is. A document that does not parse here is left to the decoder,
-// which reports the syntax error itself.
-func NonFinite(data []byte) error {
+// Why restates a decoder's error on data in the document's own terms: a
+// NaN or infinity by its path and line (the YAML-to-JSON step refuses one
+// without saying where), a value of the wrong kind by its path and what the
+// field takes. Other errors are returned as they are. It looks into data
+// only when decoding failed.
+func Why(data []byte, err error) error {
+	if err == nil {
+		return nil
+	}
+	if nf := nonFiniteValue(data); nf != nil {
+		return nf
+	}
+	return NameTypeError(err)
+}
+
+// nonFiniteValue finds the first scalar a YAML document resolves to NaN or
+// an infinity (.nan, .inf, 1e999) and names it by its path and line. A
+// document that does not parse here is left to the decoder, which reports
+// the syntax error itself.
+func nonFiniteValue(data []byte) error {
 	var root yamlv3.Node
 	if err := yamlv3.Unmarshal(data, &root); err != nil {
 		return nil
