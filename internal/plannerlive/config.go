@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"net/url"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -138,7 +137,7 @@ func checkEndpoints(c *Config) error {
 }
 
 func checkURL(field, raw string) error {
-	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if !workers.IsHTTPURL(raw) {
 		return fmt.Errorf("%s: %q is not an http(s) URL; e.g. http://10.1.2.3:8000/metrics", field, raw)
 	}
 	return nil

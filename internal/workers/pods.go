@@ -69,10 +69,15 @@ func ready(p *corev1.Pod) bool {
 // scheme and a host; flag names the option for the error.
 func ParseStatic(flag string, urls []string) (Static, error) {
 	for _, u := range urls {
-		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		if !IsHTTPURL(u) {
 			return nil, fmt.Errorf("%s: %q is not a base URL; write it with its scheme, e.g. http://127.0.0.1:8000", flag, u)
 		}
 	}
 	return Static(urls), nil
+}
+
+// IsHTTPURL says whether raw is an http or https URL with a host.
+func IsHTTPURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
