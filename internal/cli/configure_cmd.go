@@ -144,6 +144,10 @@ finalists re-run as whole deployments. With no flags it searches Qwen3-32B in fp
 func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Request, error) {
 	changed := cmd.Flags().Changed
 	r := f.req
+	if changed("top") && r.Top == 0 {
+		// The request's 0 means its default; given on the command line it would list 10 unasked.
+		return r, fmt.Errorf("--top: 0 would list no candidate; give 1 or more (default 10)")
+	}
 	if f.file != "" {
 		data, err := strict.ReadFile(f.file)
 		if err != nil {

@@ -98,6 +98,7 @@ func TestConfigureErrors(t *testing.T) {
 		{[]string{"configure", "--spec-tokens", "2"}, "spec_accept: required with spec_tokens 2"},
 		{[]string{"configure", "--gpu", "h300"}, "pool[0].device"},
 		{[]string{"configure", "-f", "missing.yaml"}, "-f"},
+		{[]string{"configure", "--top", "0"}, "--top: 0 would list no candidate"},
 	}
 	for _, tc := range cases {
 		_, _, err := run(t, tc.args...)
