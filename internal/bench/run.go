@@ -49,6 +49,10 @@ type Progress struct {
 	OutputTokensPerSec float64
 }
 
+// maxRecords bounds the requests one run sends and records (under a GiB of
+// records); tests lower it.
+var maxRecords int64 = 5_000_000
+
 // Run drives the load and returns every request's record and the summary.
 func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 	if err := o.check(); err != nil {
@@ -65,6 +69,8 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 	promptRng := rand.New(rand.NewPCG(o.Seed^0x5bd1e995, 3))
 	var mu sync.Mutex
 	var recs []Record
+	gaps := newGapSample(maxGapSample, o.Seed)
+	keptGaps := 0 // gaps the records themselves still hold
 	var sent, done, failed, outTok atomic.Int64
 	t0 := time.Now()
 	runCtx, stop := context.WithTimeout(ctx, o.Duration)
@@ -84,6 +90,10 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 		done.Add(1)
 		outTok.Add(int64(r.OutputTokens))
 		mu.Lock()
+		gaps.add(r.ITLs)
+		if keptGaps += len(r.ITLs); keptGaps > maxGapSample {
+			r.ITLs = nil // the sample has them; the record keeps its scalars
+		}
 		recs = append(recs, r)
 		mu.Unlock()
 	}
@@ -115,7 +125,12 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 			}
 		})
 	}
-	budget := func() bool { return o.Requests == 0 || sent.Load() < int64(o.Requests) }
+	// A run records every request it sends; past maxRecords it stops, so
+	// that no run outgrows memory.
+	budget := func() bool {
+		n := sent.Load()
+		return n < maxRecords && (o.Requests == 0 || n < int64(o.Requests))
+	}
 	switch {
 	case o.Users > 0:
 		var users sync.WaitGroup
@@ -159,7 +174,11 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 	}
 	wg.Wait()
 	stopProgress()
-	return summarize(recs, time.Since(t0), o), recs, nil
+	s := summarize(recs, gaps, time.Since(t0), o)
+	if sent.Load() >= maxRecords && (o.Requests == 0 || int64(o.Requests) > maxRecords) {
+		s.Stopped = fmt.Sprintf("stopped at %d requests, the most one run records; give --requests or a shorter --duration", maxRecords)
+	}
+	return s, recs, nil
 }
 
 func (o *Options) check() error {
@@ -198,8 +217,14 @@ func (o *Options) check() error {
 	if o.Duration <= 0 {
 		return fmt.Errorf("--duration: %s, want > 0 (runs are bounded)", o.Duration)
 	}
-	if o.RequestTimeout <= 0 {
+	if o.RequestTimeout < 0 {
+		return fmt.Errorf("--timeout: %s, want > 0 (a limit per request)", o.RequestTimeout)
+	}
+	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 10 * time.Minute
+	}
+	if o.Rate > 0 && o.Rate*o.Duration.Seconds() > float64(maxRecords) {
+		return fmt.Errorf("--rate %g for %s is about %.3g requests, more than the %d one run records; lower the rate or --duration", o.Rate, o.Duration, o.Rate*o.Duration.Seconds(), maxRecords)
 	}
 	if o.Source == nil && (o.ISL == nil || o.OSL == nil) {
 		return errors.New("--isl and --osl are required with --rate or --users")

@@ -15,6 +15,8 @@ type Summary struct {
 	Requests  int     `json:"requests"`
 	Succeeded int     `json:"succeeded"`
 	Failed    int     `json:"failed"`
+	// Stopped says why the run ended before its duration, when it did.
+	Stopped string `json:"stopped,omitempty"`
 	// Errors counts failures by message (first 5 distinct).
 	Errors             map[string]int `json:"errors,omitempty"`
 	RequestsPerSec     float64        `json:"requestsPerSecond"`
@@ -56,6 +58,11 @@ func percentiles(xs []float64) Percentiles {
 	}
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
+	return quantiles(s)
+}
+
+// quantiles summarises sorted seconds in milliseconds.
+func quantiles(s []float64) Percentiles {
 	q := func(p float64) float64 { return s[min(len(s)-1, int(math.Ceil(p*float64(len(s))))-1)] * 1000 }
 	sum := 0.0
 	for _, x := range s {
@@ -77,7 +84,7 @@ func (o Options) meets(r Record) bool {
 	return true
 }
 
-func summarize(recs []Record, d time.Duration, o Options) *Summary {
+func summarize(recs []Record, gaps *gapSample, d time.Duration, o Options) *Summary {
 	s := &Summary{URL: o.URL, Model: o.Model, Duration: d.Seconds(), Requests: len(recs), Errors: map[string]int{},
 		SLOTTFTms: float64(o.SLOTTFT.Milliseconds()), SLOITLms: float64(o.SLOITL.Milliseconds())}
 	switch {
@@ -91,7 +98,7 @@ func summarize(recs []Record, d time.Duration, o Options) *Summary {
 		s.Load = "poisson"
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Start < recs[j].Start })
-	var ttft, itl, tpot, e2e []float64
+	var ttft, tpot, e2e []float64
 	out, met := 0, 0
 	n := int(math.Ceil(d.Seconds()))
 	s.Series = Series{Times: make([]float64, n), Sent: make([]float64, n), TTFTms: make([]float64, n), TPOTms: make([]float64, n), MetSLOPct: make([]float64, n)}
@@ -114,7 +121,6 @@ func summarize(recs []Record, d time.Duration, o Options) *Summary {
 		out += r.OutputTokens
 		ttft = append(ttft, r.TTFT)
 		e2e = append(e2e, r.E2E)
-		itl = append(itl, r.ITLs...)
 		if t := r.TPOT(); t > 0 {
 			tpot = append(tpot, t)
 			s.Series.TPOTms[b] += t * 1000
@@ -135,7 +141,7 @@ func summarize(recs []Record, d time.Duration, o Options) *Summary {
 			s.Series.MetSLOPct[i] = 100 * metPer[i] / s.Series.Sent[i]
 		}
 	}
-	s.TTFT, s.ITL, s.TPOT, s.E2E = percentiles(ttft), percentiles(itl), percentiles(tpot), percentiles(e2e)
+	s.TTFT, s.ITL, s.TPOT, s.E2E = percentiles(ttft), gaps.percentiles(), percentiles(tpot), percentiles(e2e)
 	if d > 0 {
 		s.RequestsPerSec = float64(s.Succeeded) / d.Seconds()
 		s.OutputTokensPerSec = float64(out) / d.Seconds()

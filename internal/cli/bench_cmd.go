@@ -61,6 +61,15 @@ HTML page. Prompts are random words of four characters a token (the emulator's r
 			}
 			o.SLOTTFT = time.Duration(sloTTFT * float64(time.Millisecond))
 			o.SLOITL = time.Duration(sloITL * float64(time.Millisecond))
+			if cmd.Flags().Changed("timeout") && o.RequestTimeout <= 0 {
+				return fmt.Errorf("--timeout: %s, want > 0 (a limit per request)", o.RequestTimeout)
+			}
+			if cmd.Flags().Changed("speedup") && trace == "" {
+				return fmt.Errorf("--speedup applies to --trace only")
+			}
+			if !(speedup > 0 && speedup <= 1e6) { // NaN fails too
+				return fmt.Errorf("--speedup: %g, want above 0 and at most 1000000 (2 replays the trace twice as fast)", speedup)
+			}
 			if trace != "" {
 				f, err := os.Open(trace)
 				if err != nil {
@@ -140,6 +149,9 @@ HTML page. Prompts are random words of four characters a token (the emulator's r
 func writeBenchText(g *globals, s *bench.Summary) error {
 	w := g.stdout
 	fmt.Fprintf(w, "%s load on %s (%s): %d requests in %.1f s, %d failed\n", s.Load, s.URL, s.Model, s.Requests, s.Duration, s.Failed)
+	if s.Stopped != "" {
+		fmt.Fprintf(w, "  %s\n", s.Stopped)
+	}
 	for e, n := range s.Errors {
 		fmt.Fprintf(w, "  %dx %s\n", n, e)
 	}

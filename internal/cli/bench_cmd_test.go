@@ -28,3 +28,21 @@ func TestBenchFailsWhenEveryRequestFails(t *testing.T) {
 		t.Errorf("a NaN SLO: %v", err)
 	}
 }
+
+// Limits that would be silently replaced or ignored are refused by flag.
+func TestBenchFlagLimits(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--users", "1", "--timeout", "0s"}, "--timeout: 0s, want > 0"},
+		{[]string{"--users", "1", "--speedup", "2"}, "--speedup applies to --trace only"},
+		{[]string{"--trace", "../../examples/burst.yaml", "--speedup", "NaN"}, "--speedup: NaN"},
+		{[]string{"--rate", "2000", "--duration", "1h"}, "more than the 5000000 one run records"},
+	} {
+		_, _, err := run(t, append([]string{"bench", "--url", "http://127.0.0.1:1", "--model", "m"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

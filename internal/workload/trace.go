@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ func NewReplay(r io.Reader, format string, opt ReplayOptions) (*Replay, error) {
 	if opt.Speedup == 0 {
 		opt.Speedup = 1
 	}
-	if opt.Speedup < 0 || opt.From < 0 || opt.To < 0 || opt.To > 0 && opt.To <= opt.From {
+	if !(opt.Speedup > 0) || math.IsInf(opt.Speedup, 0) || !(opt.From >= 0) || !(opt.To >= 0) || math.IsInf(opt.From, 0) || math.IsInf(opt.To, 0) || opt.To > 0 && opt.To <= opt.From {
 		return nil, fmt.Errorf("replay: need speedup > 0 and 0 <= from < to (got %g, %g, %g)", opt.Speedup, opt.From, opt.To)
 	}
 	p := &Replay{format: format, opt: opt}

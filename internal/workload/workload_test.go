@@ -183,6 +183,12 @@ func TestReplayFormatsAndErrors(t *testing.T) {
 			t.Errorf("%s: %d requests, err %v", tc.format, len(got), err)
 		}
 	}
+	// Options that would put every arrival at NaN or infinity are refused.
+	for _, opt := range []ReplayOptions{{Speedup: math.NaN()}, {Speedup: math.Inf(1)}, {Speedup: -2}, {From: math.NaN()}, {To: math.Inf(1)}} {
+		if _, err := NewReplay(strings.NewReader(""), FormatGpuplane, opt); err == nil || !strings.Contains(err.Error(), "need speedup > 0") {
+			t.Errorf("options %+v: error %v", opt, err)
+		}
+	}
 	p, _ := NewReplay(strings.NewReader("{\"timestamp\": 1000, \"input_length\": 1, \"output_length\": 1}\n{\"timestamp\": 2500, \"input_length\": 1, \"output_length\": 1}\n"), FormatMooncake, ReplayOptions{})
 	rs := drain(t, p)
 	if rs[1].At != 1.5 {
