@@ -53,6 +53,10 @@ type Progress struct {
 // records); tests lower it.
 var maxRecords int64 = 5_000_000
 
+// deadServerFailures is how many requests may fail, with none answered,
+// before a run gives up on the server; tests lower it.
+var deadServerFailures int64 = 1000
+
 // Run drives the load and returns every request's record and the summary.
 func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 	if err := o.check(); err != nil {
@@ -127,9 +131,12 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 	}
 	// A run records every request it sends; past maxRecords it stops, so
 	// that no run outgrows memory.
+	// A run whose first deadServerFailures requests all failed stops too:
+	// the server answers none, and the rest would fail as fast.
+	dead := func() bool { f := failed.Load(); return f >= deadServerFailures && f == done.Load() }
 	budget := func() bool {
 		n := sent.Load()
-		return n < maxRecords && (o.Requests == 0 || n < int64(o.Requests))
+		return n < maxRecords && (o.Requests == 0 || n < int64(o.Requests)) && !dead()
 	}
 	switch {
 	case o.Users > 0:
@@ -175,7 +182,10 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 	wg.Wait()
 	stopProgress()
 	s := summarize(recs, gaps, time.Since(t0), o)
-	if sent.Load() >= maxRecords && (o.Requests == 0 || int64(o.Requests) > maxRecords) {
+	switch {
+	case dead():
+		s.Stopped = fmt.Sprintf("stopped after its first %d requests all failed: the server answers none", failed.Load())
+	case sent.Load() >= maxRecords && (o.Requests == 0 || int64(o.Requests) > maxRecords):
 		s.Stopped = fmt.Sprintf("stopped at %d requests, the most one run records; give --requests or a shorter --duration", maxRecords)
 	}
 	return s, recs, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,26 @@ func TestRunStopsAtItsRecordLimit(t *testing.T) {
 	if _, _, err := Run(context.Background(), Options{URL: url, Model: "m", Rate: 10, ISL: workload.Fixed{N: 50}, OSL: workload.Fixed{N: 3},
 		Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "more than the 4 one run records") {
 		t.Errorf("an open-loop run past the limit: %v", err)
+	}
+}
+
+// TestRunGivesUpOnADeadServer lowers the failures a run tolerates with
+// nothing answered and checks that closed-loop users stop there instead
+// of spinning until --duration.
+func TestRunGivesUpOnADeadServer(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":{"message":"down"}}`, http.StatusServiceUnavailable)
+	}))
+	defer ts.Close()
+	defer func(n int64) { deadServerFailures = n }(deadServerFailures)
+	deadServerFailures = 20
+	start := time.Now()
+	s, _, err := Run(context.Background(), Options{URL: ts.URL, Model: "m", Users: 3, ISL: workload.Fixed{N: 5}, OSL: workload.Fixed{N: 2},
+		Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Failed < 20 || s.Failed > 22 || s.Succeeded != 0 || !strings.Contains(s.Stopped, "all failed") || time.Since(start) > 30*time.Second {
+		t.Fatalf("%d failed, %d succeeded, stopped %q after %s", s.Failed, s.Succeeded, s.Stopped, time.Since(start))
 	}
 }
