@@ -390,3 +390,20 @@ func TestParseParamsRenamedKey(t *testing.T) {
 		t.Fatalf("unknown key: %v", err)
 	}
 }
+
+// TestFP4WithoutFP4TensorCoresIsNoted checks that fp4 weights on a GPU
+// without fp4 tensor cores say what they were priced as, and on one with
+// them say nothing.
+func TestFP4WithoutFP4TensorCoresIsNoted(t *testing.T) {
+	for _, tc := range []struct{ gpu, want string }{
+		{"h100_sxm", "multiplied at fp8"},
+		{"a100_sxm", "multiplied at bf16"},
+		{"b200_sxm", ""},
+	} {
+		w := worker(t, "openai/gpt-oss-120b", tc.gpu, "", catalog.FP4, 1)
+		got := strings.Join(w.Notes(), "\n")
+		if tc.want == "" && strings.Contains(got, "fp4 tensor cores") || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: notes %q, want %q", tc.gpu, got, tc.want)
+		}
+	}
+}

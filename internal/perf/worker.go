@@ -104,6 +104,14 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	w.layersPerStage = float64(m.Layers) / w.pp
 	w.wBytes = cfg.Weights.Bytes()
 	cp := d.GPU.ComputePrecision(cfg.Weights)
+	if cfg.Weights == catalog.FP4 && cp != catalog.FP4 {
+		// A user asking for fp4 on Hopper or Ampere should know what was priced.
+		how := "as weight-only kernels run them there"
+		if cp == catalog.FP8 {
+			how = "as W4A8 kernels run them there; a kernel that dequantises them to bf16 instead prefills up to twice as slowly"
+		}
+		w.notes = append(w.notes, fmt.Sprintf("%s has no fp4 tensor cores: fp4 weights are priced as 4-bit reads multiplied at %s, %s", d.GPU.Name, cp, how))
+	}
 	eff := w.fam.GEMM[cp]
 	if eff == 0 {
 		eff = w.fam.GEMM[catalog.BF16]
