@@ -34,3 +34,31 @@ func BenchmarkClientOverhead(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGapSample is the cost of keeping one request's 100 gaps in the
+// bounded sample, past its size (each gap may replace a kept one);
+// BenchmarkGapAppend is the unbounded append it replaced, the baseline.
+func BenchmarkGapSample(b *testing.B) {
+	g := newGapSample(1<<16, 1)
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(i) * 1e-3
+	}
+	for range 1 << 12 {
+		g.add(xs) // fill the sample first
+	}
+	for b.Loop() {
+		g.add(xs)
+	}
+}
+
+func BenchmarkGapAppend(b *testing.B) {
+	xs := make([]float64, 100)
+	var all []float64
+	for b.Loop() {
+		all = append(all, xs...)
+		if len(all) > 1<<24 {
+			all = all[:0]
+		}
+	}
+}
