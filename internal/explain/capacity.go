@@ -26,6 +26,9 @@ type CapacityReport struct {
 	// WhatIfClasses are the driver's DeviceClasses added with what-if
 	// nodes, the cluster having none of those names.
 	WhatIfClasses []string `json:"whatIfClasses,omitempty"`
+	// NoDevices says why nothing was tried: no node the pod may use has
+	// devices.
+	NoDevices string `json:"noDevices,omitempty"`
 }
 
 // NodeCount is how many claims one node takes.
@@ -48,11 +51,20 @@ func Capacity(ctx context.Context, s *Snapshot, name string, spec resourceapi.Re
 	snap := *s
 	snap.Claims = append([]*resourceapi.ResourceClaim(nil), s.Claims...)
 	st := newState(&snap, nil)
+	// The allocator meets a missing class only on a node with devices;
+	// name it even where there is none.
+	for _, class := range requestClasses(spec) {
+		if _, err := st.Get(class); err != nil {
+			return nil, err
+		}
+	}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: nodeSelector}}
+	usable := 0
 	for _, n := range st.nodesSorted() {
 		if podExcludes(pod, n) != "" || len(st.devicesOn(n)) == 0 {
 			continue
 		}
+		usable++
 		count := 0
 		for rep.Fits < limit {
 			c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "what-if", Name: name + "-" + strconv.Itoa(rep.Fits),
@@ -83,7 +95,29 @@ func Capacity(ctx context.Context, s *Snapshot, name string, spec resourceapi.Re
 			break
 		}
 	}
+	if usable == 0 {
+		fix := "--add-nodes adds a pool to try"
+		if len(nodeSelector) > 0 {
+			fix = "check the node selector, or --add-nodes a pool it selects"
+		}
+		rep.NoDevices = fmt.Sprintf("no node the pod may use has devices (%d node(s), %d ResourceSlice(s)); %s", len(s.Nodes), len(s.Slices), fix)
+	}
 	return rep, nil
+}
+
+// requestClasses are the DeviceClasses a claim's requests and their
+// alternatives name.
+func requestClasses(spec resourceapi.ResourceClaimSpec) []string {
+	var out []string
+	for _, r := range spec.Devices.Requests {
+		if r.Exactly != nil {
+			out = append(out, r.Exactly.DeviceClassName)
+		}
+		for _, sr := range r.FirstAvailable {
+			out = append(out, sr.DeviceClassName)
+		}
+	}
+	return out
 }
 
 // AddFleet adds the nodes of a fleet file and their slices to the

@@ -253,6 +253,27 @@ func TestCapacityNamesAMissingClass(t *testing.T) {
 	}
 }
 
+// With no node to try, a missing class is still named, and a claim of a
+// class that exists says that no node has devices instead of a bare 0.
+func TestCapacityOnAnEmptyCluster(t *testing.T) {
+	s := snapshotOf(t, "  nodePools:\n  - {name: whole, profile: hgx-h200, count: 1}\n")
+	s.Nodes, s.Slices = nil, nil
+	if _, err := Capacity(context.Background(), s, "t", claimOf("t", "gpu.example.com", "", 1).Spec, nil, 10, nil); err == nil || !strings.Contains(err.Error(), `deviceclass "gpu.example.com" not found`) {
+		t.Errorf("missing class on an empty cluster: %v", err)
+	}
+	rep, err := Capacity(context.Background(), s, "t", claimOf("t", "gpu.gpuplane.io", "", 1).Spec, nil, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fits != 0 || !strings.Contains(b.String(), "no node the pod may use has devices (0 node(s), 0 ResourceSlice(s))") {
+		t.Errorf("report %+v:\n%s", rep, b.String())
+	}
+}
+
 func TestTextSumsUpManyNodes(t *testing.T) {
 	s := snapshotOf(t, "  nodePools:\n  - {name: h, profile: hgx-h100, count: 20, gpus: 1}\n")
 	place(t, s, claimOf("big", "gpu.gpuplane.io", "", 2))

@@ -140,6 +140,9 @@ func (c *CapacityReport) WriteText(w io.Writer) error {
 		more = " (stopped at the limit; more may fit)"
 	}
 	fmt.Fprintf(&b, "%d more claim(s) of %s fit%s\n", c.Fits, c.Template, more)
+	if c.NoDevices != "" {
+		fmt.Fprintf(&b, "  %s\n", c.NoDevices)
+	}
 	for _, n := range c.PerNode {
 		tag := ""
 		if n.WhatIf {
