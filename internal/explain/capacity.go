@@ -59,17 +59,23 @@ func Capacity(ctx context.Context, s *Snapshot, name string, spec resourceapi.Re
 		}
 	}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: nodeSelector}}
+	// What is allocated grows by each claim placed, not rebuilt per claim.
+	allocated := st.allocatedState()
 	usable := 0
 	for _, n := range st.nodesSorted() {
 		if podExcludes(pod, n) != "" || len(st.devicesOn(n)) == 0 {
 			continue
 		}
 		usable++
+		// The allocator reads every slice it is given; those of other
+		// nodes cannot serve this one, and reading them made a large
+		// cluster's count quadratic.
+		slices := append(append([]*resourceapi.ResourceSlice(nil), st.byNode[n.Name]...), st.others...)
 		count := 0
 		for rep.Fits < limit {
 			c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "what-if", Name: name + "-" + strconv.Itoa(rep.Fits),
 				UID: types.UID("what-if-" + strconv.Itoa(rep.Fits))}, Spec: spec}
-			alloc, err := structured.NewAllocator(ctx, features, st.allocatedState(), st, st.slices, st.cel)
+			alloc, err := structured.NewAllocator(ctx, features, allocated, st, slices, st.cel)
 			if err != nil {
 				return nil, fmt.Errorf("allocator: %w", err)
 			}
@@ -82,7 +88,9 @@ func Capacity(ctx context.Context, s *Snapshot, name string, spec resourceapi.Re
 			}
 			for _, r := range res[0].Devices.Results {
 				id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
-				st.holders[id] = append(st.holders[id], holder{claim: "what-if/" + c.Name, shareID: r.ShareID, consumed: r.ConsumedCapacity})
+				h := holder{claim: "what-if/" + c.Name, shareID: r.ShareID, consumed: r.ConsumedCapacity}
+				st.holders[id] = append(st.holders[id], h)
+				h.addTo(allocated, id)
 			}
 			count++
 			rep.Fits++

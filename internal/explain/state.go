@@ -94,17 +94,22 @@ func (st *state) allocatedState() structured.AllocatedState {
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
 	for id, hs := range st.holders {
 		for _, h := range hs {
-			if h.shareID == nil {
-				a.AllocatedDevices.Insert(id)
-				continue
-			}
-			a.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, h.shareID))
-			if len(h.consumed) > 0 {
-				a.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, h.consumed))
-			}
+			h.addTo(a, id)
 		}
 	}
 	return a
+}
+
+// addTo records what h holds of device id in a.
+func (h holder) addTo(a structured.AllocatedState, id structured.DeviceID) {
+	if h.shareID == nil {
+		a.AllocatedDevices.Insert(id)
+		return
+	}
+	a.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, h.shareID))
+	if len(h.consumed) > 0 {
+		a.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, h.consumed))
+	}
 }
 
 // List and Get make state a DeviceClassLister.
