@@ -50,7 +50,9 @@ func NewReplay(r io.Reader, format string, opt ReplayOptions) (*Replay, error) {
 	if opt.Speedup == 0 {
 		opt.Speedup = 1
 	}
-	if !(opt.Speedup > 0) || math.IsInf(opt.Speedup, 0) || !(opt.From >= 0) || !(opt.To >= 0) || math.IsInf(opt.From, 0) || math.IsInf(opt.To, 0) || opt.To > 0 && opt.To <= opt.From {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if !finite(opt.Speedup) || !finite(opt.From) || !finite(opt.To) ||
+		opt.Speedup <= 0 || opt.From < 0 || opt.To < 0 || opt.To > 0 && opt.To <= opt.From {
 		return nil, fmt.Errorf("replay: need speedup > 0 and 0 <= from < to (got %g, %g, %g)", opt.Speedup, opt.From, opt.To)
 	}
 	p := &Replay{format: format, opt: opt}
