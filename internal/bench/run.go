@@ -129,11 +129,11 @@ func Run(ctx context.Context, o Options) (*Summary, []Record, error) {
 			}
 		})
 	}
-	// A run records every request it sends; past maxRecords it stops, so
-	// that no run outgrows memory.
-	// A run whose first deadServerFailures requests all failed stops too:
-	// the server answers none, and the rest would fail as fast.
+	// A run whose first deadServerFailures requests all failed stops: the
+	// server answers none, and the rest would fail as fast.
 	dead := func() bool { f := failed.Load(); return f >= deadServerFailures && f == done.Load() }
+	// A run records every request it sends; past maxRecords it stops too,
+	// so that no run outgrows memory.
 	budget := func() bool {
 		n := sent.Load()
 		return n < maxRecords && (o.Requests == 0 || n < int64(o.Requests)) && !dead()
