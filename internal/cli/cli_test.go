@@ -146,6 +146,42 @@ func TestBatchKeepsOrderAndReportsBadLines(t *testing.T) {
 	}
 }
 
+// A batch with unanswered lines says so on stderr; one with no answer at
+// all (a YAML file given as JSON lines) fails the command.
+func TestBatchVerdict(t *testing.T) {
+	dir := t.TempDir()
+	some := filepath.Join(dir, "some.jsonl")
+	os.WriteFile(some, []byte(`{"model":"Qwen/Qwen3-8B","gpu":"h200_sxm","isl":512,"osl":64,"concurrency":2}`+"\n"+`{"model":"NoSuch/Model"}`+"\n"), 0o644)
+	_, stderr, err := run(t, "estimate", "-f", some, "-o", "jsonl")
+	if err != nil || !strings.Contains(stderr, "1 of 2 queries not answered") || !strings.Contains(stderr, "line 2") {
+		t.Errorf("partly answered batch: err %v, stderr %q", err, stderr)
+	}
+	none := filepath.Join(dir, "none.yaml")
+	os.WriteFile(none, []byte("model: Qwen/Qwen3-8B\ngpu: h200_sxm\n"), 0o644)
+	out, _, err := run(t, "estimate", "-f", none, "-o", "jsonl")
+	if err == nil || !strings.Contains(err.Error(), "none of the 2 queries was answered") || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Errorf("unanswered batch: %v", err)
+	}
+	if strings.Count(out, `"error"`) != 2 {
+		t.Errorf("each line's error is still written:\n%s", out)
+	}
+}
+
+// A batch past the bound is refused before any query runs.
+func TestBatchBound(t *testing.T) {
+	defer func(n int) { maxBatchQueries = n }(maxBatchQueries)
+	maxBatchQueries = 2
+	f := filepath.Join(t.TempDir(), "q.jsonl")
+	os.WriteFile(f, []byte(strings.Repeat(`{"model":"Qwen/Qwen3-8B"}`+"\n", 3)), 0o644)
+	if _, _, err := run(t, "estimate", "-f", f); err == nil || !strings.Contains(err.Error(), "more than 2 queries") {
+		t.Errorf("3 queries over a bound of 2: %v", err)
+	}
+	os.WriteFile(f, []byte(strings.Repeat(`{"model":"Qwen/Qwen3-8B","gpu":"h200_sxm","isl":512,"osl":64,"concurrency":2}`+"\n", 2)), 0o644)
+	if _, _, err := run(t, "estimate", "-f", f); err != nil {
+		t.Errorf("2 queries at a bound of 2: %v", err)
+	}
+}
+
 func TestErrorsNameTheFix(t *testing.T) {
 	cases := []struct {
 		args []string

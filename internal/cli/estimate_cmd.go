@@ -303,6 +303,9 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
+		if len(lines) == maxBatchQueries {
+			return fmt.Errorf("-f %s: more than %d queries; every answer is held until the batch ends, so split the file into batches of at most %d lines", file, maxBatchQueries, maxBatchQueries)
+		}
 		lines = append(lines, append([]byte(nil), sc.Bytes()...))
 	}
 	if err := sc.Err(); err != nil {
@@ -333,7 +336,37 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 	close(work)
 	wg.Wait()
 	g.log.Debug("batch estimate done", "queries", len(lines))
-	return output.Write(g.stdout, f, results)
+	if err := output.Write(g.stdout, f, results); err != nil {
+		return err
+	}
+	return results.verdict(g.stderr)
+}
+
+// maxBatchQueries bounds `estimate -f`: answers are kept to write them in
+// order (a table needs them all), about a kilobyte each.
+var maxBatchQueries = 1_000_000
+
+// verdict says on stderr how many lines went unanswered, since a batch
+// that is mostly errors otherwise looks like a finished run, and fails
+// the command when none was answered: then the input is wrong as a whole.
+func (l lineResults) verdict(stderr io.Writer) error {
+	failed, first := 0, -1
+	for i, r := range l {
+		if r.err != nil {
+			failed++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	switch {
+	case failed == 0:
+		return nil
+	case failed == len(l):
+		return fmt.Errorf("-f: none of the %d queries was answered; the first: %w", len(l), l[first].err)
+	}
+	fmt.Fprintf(stderr, "estimate: %d of %d queries not answered (each line's error is in its row; the first is line %d)\n", failed, len(l), first+1)
+	return nil
 }
 
 func answerLine(env estimate.Env, base estimate.Query, ownPrecision bool, line []byte, n int) lineResult {
