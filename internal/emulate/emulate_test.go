@@ -193,6 +193,18 @@ func TestOpenAIAPI(t *testing.T) {
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":"5"}`, 400, `"message":"max_tokens: a string where a whole number is expected","param":"max_tokens"`},
 		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":"x"}],"stream":"yes"}`, 400, `"param":"stream"`},
 		{"/v1/completions", `[1,2]`, 400, `"message":"request body: a list where a mapping is expected"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":[[1,2],[3]]}`, 400, "2 prompts"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":[1,-2]}`, 400, `"param":"prompt[1]"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":[[1.5]]}`, 400, `"param":"prompt[0][0]"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":[]}`, 400, `prompt: empty`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":[` + strings.Repeat("7,", 9000) + `7]}`, 400, "maximum context length is 8192 tokens"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","max_tokens":4,"min_tokens":5}`, 400, "min_tokens must be less than or equal to max_tokens=4"},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","min_tokens":-1}`, 400, `"param":"min_tokens"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","stop":123}`, 400, `"param":"stop"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","logprobs":5}`, 400, `logprobs: not emulated`},
+		{"/v1/chat/completions", `{"model":"qwen3-8b","messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":3}`, 400, `"param":"logprobs"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","echo":true}`, 400, `"param":"echo"`},
+		{"/v1/completions", `{"model":"qwen3-8b","prompt":"x","best_of":3}`, 400, `"param":"best_of"`},
 		{"/v1/completions", `null`, 400, `"message":"request body: null where a JSON object is expected"`},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":null}`, 400, `"message":"prompt: required"`},
 		{"/v1/completions", `{"model":"qwen3-8b","prompt":""}`, 400, `"param":"prompt"`},
@@ -224,6 +236,16 @@ func TestOpenAIAPI(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	// Token IDs count as given; min_tokens holds the end back; a stop
+	// string and logprobs off are accepted.
+	if resp, body := post(t, ts.URL+"/v1/completions", `{"prompt":[[1,2,3,4,5,6,7]],"max_tokens":40,"min_tokens":40,"stop":["\n"],"logprobs":null}`); resp.StatusCode != 200 ||
+		!strings.Contains(body, `"prompt_tokens":7`) || !strings.Contains(body, `"completion_tokens":40`) {
+		t.Errorf("token IDs and min_tokens: %d %s", resp.StatusCode, body)
+	}
+	// A request without a model goes to the served one, as vLLM's does.
+	if resp, body := post(t, ts.URL+"/v1/completions", `{"prompt":"x","max_tokens":2}`); resp.StatusCode != 200 || !strings.Contains(body, `"model":"qwen3-8b"`) {
+		t.Errorf("no model named: %d %s", resp.StatusCode, body)
 	}
 }
 

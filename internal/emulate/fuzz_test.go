@@ -17,14 +17,18 @@ func FuzzRequestBody(f *testing.F) {
 		if json.Unmarshal(b, &req) != nil {
 			return
 		}
-		text, err := promptText(req.Prompt)
+		text, ids, err := promptText(req.Prompt)
 		if len(req.Messages) > 0 {
+			ids = 0
 			text, err = chatText(req.Messages)
 		}
 		if err != nil {
 			return
 		}
 		isl := Tokens(text)
+		if ids > 0 {
+			isl = ids
+		}
 		n := 16
 		if req.MaxTokens != nil && *req.MaxTokens >= 1 && *req.MaxTokens <= 1<<20 {
 			n = *req.MaxTokens

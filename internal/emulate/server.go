@@ -1,6 +1,7 @@
 package emulate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,6 +58,16 @@ type completionRequest struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	IgnoreEOS bool `json:"ignore_eos"`
+	// MinTokens holds back the end-of-sequence token, as vLLM's does.
+	MinTokens *int `json:"min_tokens"`
+	// Stop must be a string or strings; the emulated text is a fixed
+	// phrase, so they are checked, not matched.
+	Stop json.RawMessage `json:"stop"`
+	// What the emulator cannot give is refused, not left out of the answer.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
+	Echo        bool            `json:"echo"`
+	BestOf      *int            `json:"best_of"`
 	// Sampling fields: they do not change the emulated timing, but out of
 	// range they are refused as vLLM refuses them.
 	Temperature      *float64 `json:"temperature"`
@@ -83,8 +94,33 @@ func (r *completionRequest) checkSampling() (field, msg string) {
 		return "presence_penalty", fmt.Sprintf("presence_penalty must be in [-2, 2], got %g.", *r.PresencePenalty)
 	case !in(r.FrequencyPenalty, -2, 2):
 		return "frequency_penalty", fmt.Sprintf("frequency_penalty must be in [-2, 2], got %g.", *r.FrequencyPenalty)
+	case r.MinTokens != nil && *r.MinTokens < 0:
+		return "min_tokens", fmt.Sprintf("min_tokens must be >= 0, got %d.", *r.MinTokens)
+	case !stopStrings(r.Stop):
+		return "stop", "stop: want a string or an array of strings."
+	case len(r.Logprobs) > 0 && !bytes.Equal(r.Logprobs, []byte("null")) && !bytes.Equal(r.Logprobs, []byte("false")):
+		return "logprobs", "logprobs: not emulated; this worker answers with text, usage and timing only. Leave logprobs out."
+	case r.TopLogprobs != nil && *r.TopLogprobs != 0:
+		return "top_logprobs", "top_logprobs: not emulated; this worker answers with text, usage and timing only. Leave top_logprobs out."
+	case r.Echo:
+		return "echo", "echo: not emulated; this worker does not return the prompt. Leave echo out."
+	case r.BestOf != nil && *r.BestOf != 1:
+		return "best_of", fmt.Sprintf("best_of must be 1 on this emulated worker, got %d.", *r.BestOf)
 	}
 	return "", ""
+}
+
+// stopStrings says whether raw is absent, null, a string or strings.
+func stopStrings(raw json.RawMessage) bool {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return true
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return true
+	}
+	var many []string
+	return json.Unmarshal(raw, &many) == nil
 }
 
 // apiError writes OpenAI's error body.
@@ -109,28 +145,60 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 }
 
 // promptText reads a completion prompt: a string or an array of one string.
-func promptText(raw json.RawMessage) (string, error) {
+func promptText(raw json.RawMessage) (string, int, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", errors.New("prompt: required")
+		return "", 0, errors.New("prompt: required")
 	}
 	var one string
 	if err := json.Unmarshal(raw, &one); err == nil {
 		if one == "" {
-			return "", errors.New("prompt: empty; give at least one token of text")
+			return "", 0, errors.New("prompt: empty; give at least one token of text")
 		}
-		return one, nil
+		return one, 0, nil
 	}
-	var many []string
-	if err := json.Unmarshal(raw, &many); err != nil {
-		return "", errors.New("prompt: want a string or an array of one string")
+	// Token IDs (one prompt, or a batch of one) are what benchmark clients
+	// that tokenize for themselves send; they count as given.
+	if ids, err := tokenIDs(raw, "prompt"); ids > 0 || err != nil {
+		return string(raw), ids, err
 	}
-	if len(many) != 1 {
-		return "", fmt.Errorf("prompt: %d prompts in one request; the emulator takes one, send one request per prompt", len(many))
+	var batch []json.RawMessage
+	if err := json.Unmarshal(raw, &batch); err != nil {
+		return "", 0, errors.New("prompt: want a string, an array of one string, or token IDs")
 	}
-	if many[0] == "" {
-		return "", errors.New("prompt[0]: empty; give at least one token of text")
+	if len(batch) != 1 {
+		return "", 0, fmt.Errorf("prompt: %d prompts in one request; the emulator takes one, send one request per prompt", len(batch))
 	}
-	return many[0], nil
+	if ids, err := tokenIDs(batch[0], "prompt[0]"); ids > 0 || err != nil {
+		return string(batch[0]), ids, err
+	}
+	var text string
+	if err := json.Unmarshal(batch[0], &text); err != nil {
+		return "", 0, errors.New("prompt[0]: want a string or token IDs")
+	}
+	if text == "" {
+		return "", 0, errors.New("prompt[0]: empty; give at least one token of text")
+	}
+	return text, 0, nil
+}
+
+// tokenIDs counts a prompt given as token IDs: 0 and no error when raw is
+// not an array of numbers.
+func tokenIDs(raw json.RawMessage, field string) (int, error) {
+	var ids []json.Number
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if dec.Decode(&ids) != nil || len(ids) == 0 {
+		if string(raw) == "[]" {
+			return 0, fmt.Errorf("%s: empty; give at least one token", field)
+		}
+		return 0, nil
+	}
+	for i, id := range ids {
+		if n, err := id.Int64(); err != nil || n < 0 {
+			return 0, fmt.Errorf("%s[%d]: %s is not a token ID (a whole number >= 0)", field, i, id)
+		}
+	}
+	return len(ids), nil
 }
 
 // chatRoles are the message roles of OpenAI's chat API ("function" is
@@ -219,16 +287,18 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", field, msg)
 		return
 	}
-	if req.Model != s.Model {
+	// vLLM answers a request that names no model with the one it serves.
+	if req.Model != "" && req.Model != s.Model {
 		apiError(w, http.StatusNotFound, "invalid_request_error", "model", fmt.Sprintf("The model `%s` does not exist; this server serves `%s`.", req.Model, s.Model))
 		return
 	}
 	var text string
+	var ids int
 	var err error
 	if chat {
 		text, err = chatText(req.Messages)
 	} else {
-		text, err = promptText(req.Prompt)
+		text, ids, err = promptText(req.Prompt)
 	}
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", strings.SplitN(err.Error(), ":", 2)[0], err.Error())
@@ -249,6 +319,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	isl := Tokens(text)
+	if ids > 0 {
+		isl = ids
+	}
+	if req.MinTokens != nil && *req.MinTokens > maxTokens {
+		apiError(w, http.StatusBadRequest, "invalid_request_error", "min_tokens", fmt.Sprintf("min_tokens must be less than or equal to max_tokens=%d, got %d.", maxTokens, *req.MinTokens))
+		return
+	}
 	if maxTokens > s.MaxModelLen || isl > s.MaxModelLen || isl+maxTokens > s.MaxModelLen { // each alone first: the sum may overflow
 		apiError(w, http.StatusBadRequest, "invalid_request_error", "max_tokens", fmt.Sprintf(
 			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
@@ -256,6 +333,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	osl := outputTokens(text, maxTokens, req.IgnoreEOS)
+	if req.MinTokens != nil {
+		osl = max(osl, *req.MinTokens)
+	}
 	reason := "length"
 	if osl < maxTokens {
 		reason = "stop"
