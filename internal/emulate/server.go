@@ -144,7 +144,8 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 		"id": s.Model, "object": "model", "created": s.Clock().Unix(), "owned_by": "gpuplane", "max_model_len": s.MaxModelLen}}})
 }
 
-// promptText reads a completion prompt: a string or an array of one string.
+// promptText reads a completion prompt: a string, an array of one string,
+// or token IDs (then also their count).
 func promptText(raw json.RawMessage) (string, int, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", 0, errors.New("prompt: required")
