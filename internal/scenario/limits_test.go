@@ -44,10 +44,41 @@ EXTRA`
 		"ramp after the end":  {doc("{ramp: {from: 1, to: 2, start: 100, end: 200}}", "{fixed: 100}", "60", ""), "workload.rate.ramp: start 100"},
 		"burst after the end": {burstDoc(doc, "60", "0"), "workload.burst.startSeconds: 60 is at or past the scenario's end"},
 		"ramp past the burst": {burstDoc(doc, "10", "31"), "workload.burst.rampSeconds: 31 is longer than the burst"},
+		"short form fraction": {doc("1", "100.5", "60", ""), "workload.isl: 100.5 where a whole number is expected"},
+		"short form negative": {doc("-1", "100", "60", ""), "workload.rate.constant"},
+		"short form huge":     {doc("1", "100000000", "60", ""), "workload.isl.fixed"},
+		"short form text":     {doc("1", "many", "60", ""), "workload.isl"},
 	}
 	for name, tc := range cases {
 		if _, err := build(t, tc.doc); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error naming %s", name, err, tc.want)
 		}
+	}
+}
+
+// A bare number is the constant it names: the short and long forms give
+// the same run.
+func TestShortForms(t *testing.T) {
+	doc := func(rate, isl string) string {
+		return `model: Qwen/Qwen3-8B
+gpu: h100_sxm
+deployment: {mode: agg, agg: {replicas: 1}}
+workload: {kind: poisson, rate: ` + rate + `, isl: ` + isl + `, osl: {fixed: 10}}
+durationSeconds: 30
+seed: 3`
+	}
+	long, err := load(t, doc("{constant: 2}", "{fixed: 300}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := load(t, doc("2", "300"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *short.Workload.Rate.Constant != 2 || *short.Workload.ISL.Fixed != 300 || short.Workload.Rate.Step != nil || short.Workload.ISL.LogNormal != nil {
+		t.Errorf("short forms read as %+v / %+v", short.Workload.Rate, short.Workload.ISL)
+	}
+	if *long.Workload.Rate.Constant != 2 || *long.Workload.ISL.Fixed != 300 {
+		t.Errorf("long forms read as %+v / %+v", long.Workload.Rate, long.Workload.ISL)
 	}
 }
