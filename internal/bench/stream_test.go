@@ -43,3 +43,17 @@ func TestStreamShapes(t *testing.T) {
 		}
 	}
 }
+
+// Answers shorter than asked are counted: every request sets ignore_eos,
+// so a server that stops early does not honour it.
+func TestShortAnswersCounted(t *testing.T) {
+	recs := []Record{
+		{Start: 0, OSL: 20, OutputTokens: 20, TTFT: 0.1, E2E: 0.5},
+		{Start: 0.5, OSL: 20, OutputTokens: 3, TTFT: 0.1, E2E: 0.2},
+		{Start: 1, OSL: 20, Error: "boom"},
+	}
+	s := summarize(recs, newGapSample(16, 1), 2*time.Second, Options{})
+	if s.ShortAnswers != 1 || s.Succeeded != 2 {
+		t.Errorf("short answers %d of %d succeeded, want 1 of 2", s.ShortAnswers, s.Succeeded)
+	}
+}

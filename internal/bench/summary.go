@@ -18,15 +18,20 @@ type Summary struct {
 	// Stopped says why the run ended before its duration, when it did.
 	Stopped string `json:"stopped,omitempty"`
 	// Errors counts failures by message (first 5 distinct).
-	Errors             map[string]int `json:"errors,omitempty"`
-	RequestsPerSec     float64        `json:"requestsPerSecond"`
-	OutputTokensPerSec float64        `json:"outputTokensPerSecond"`
-	TTFT               Percentiles    `json:"ttftMs"`
-	ITL                Percentiles    `json:"itlMs"`
-	TPOT               Percentiles    `json:"tpotMs"`
-	E2E                Percentiles    `json:"e2eMs"`
-	SLOTTFTms          float64        `json:"sloTtftMs,omitempty"`
-	SLOITLms           float64        `json:"sloItlMs,omitempty"`
+	Errors map[string]int `json:"errors,omitempty"`
+	// ShortAnswers counts completed requests with fewer output tokens than
+	// asked: every request sets ignore_eos, so a server that stops early
+	// does not honour it, and TPOT and throughput count fewer tokens than
+	// the load meant.
+	ShortAnswers       int         `json:"shortAnswers,omitempty"`
+	RequestsPerSec     float64     `json:"requestsPerSecond"`
+	OutputTokensPerSec float64     `json:"outputTokensPerSecond"`
+	TTFT               Percentiles `json:"ttftMs"`
+	ITL                Percentiles `json:"itlMs"`
+	TPOT               Percentiles `json:"tpotMs"`
+	E2E                Percentiles `json:"e2eMs"`
+	SLOTTFTms          float64     `json:"sloTtftMs,omitempty"`
+	SLOITLms           float64     `json:"sloItlMs,omitempty"`
 	// Attainment is the share of requests meeting both SLOs; Goodput those per second.
 	Attainment float64 `json:"attainment"`
 	Goodput    float64 `json:"goodputRequestsPerSecond"`
@@ -119,6 +124,9 @@ func summarize(recs []Record, gaps *gapSample, d time.Duration, o Options) *Summ
 		}
 		s.Succeeded++
 		out += r.OutputTokens
+		if r.OutputTokens < r.OSL {
+			s.ShortAnswers++
+		}
 		ttft = append(ttft, r.TTFT)
 		e2e = append(e2e, r.E2E)
 		if t := r.TPOT(); t > 0 {

@@ -155,6 +155,9 @@ func writeBenchText(g *globals, s *bench.Summary) error {
 	for e, n := range s.Errors {
 		fmt.Fprintf(w, "  %dx %s\n", n, e)
 	}
+	if s.ShortAnswers > 0 {
+		fmt.Fprintf(w, "  %d of %d answers ended before max_tokens although ignore_eos was set: the server does not honour it, and TPOT and throughput count the tokens it sent\n", s.ShortAnswers, s.Succeeded)
+	}
 	fmt.Fprintf(w, "throughput      %.2f req/s, %.0f output tokens/s\n", s.RequestsPerSec, s.OutputTokensPerSec)
 	row := func(name string, p bench.Percentiles) {
 		fmt.Fprintf(w, "%-15s mean %8.1f  p50 %8.1f  p90 %8.1f  p99 %8.1f  max %8.1f ms\n", name, p.Mean, p.P50, p.P90, p.P99, p.Max)
