@@ -249,6 +249,7 @@ func (f *configureFlags) request(g *globals, cmd *cobra.Command) (configure.Requ
 			return r, fmt.Errorf("--total-gpus: %d must be >= 1", f.totalGPUs)
 		}
 		r.Pool = []configure.PoolEntry{{Device: f.gpu, Count: f.totalGPUs, GPUsPerNode: f.gpusPerNode, PricePerHour: f.price}}
+		r.DeviceField = "--gpu"
 	}
 	return r, nil
 }

@@ -84,6 +84,13 @@ func TestConfigureErrors(t *testing.T) {
 	if err := os.WriteFile(badPool, []byte("pool:\n- device: h100_sxm\n  count: 4\n  price: 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	ref, err := os.ReadFile("../../examples/serving-request.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	badGPU, noISL := filepath.Join(dir, "gpu.yaml"), filepath.Join(dir, "isl.yaml")
+	os.WriteFile(badGPU, []byte(strings.Replace(string(ref), "gpu: h200_sxm", "gpu: h300", 1)), 0o644)
+	os.WriteFile(noISL, []byte(strings.Replace(string(ref), "isl: 4000", "isl: 0", 1)), 0o644)
 	cases := []struct {
 		args []string
 		want string
@@ -96,9 +103,11 @@ func TestConfigureErrors(t *testing.T) {
 		{[]string{"configure", "--ttft", "5", "--itl", "1", "--emit", "k8s"}, "misses the SLO"},
 		{[]string{"configure", "--spec-draft", "org/draft"}, "--spec-draft \"org/draft\": names the draft the emitted workers load"},
 		{[]string{"configure", "--spec-tokens", "2"}, "spec_accept: required with spec_tokens 2"},
-		{[]string{"configure", "--gpu", "h300"}, "pool[0].device"},
+		{[]string{"configure", "--gpu", "h300"}, `--gpu: unknown GPU "h300"`},
 		{[]string{"configure", "-f", "missing.yaml"}, "-f"},
 		{[]string{"configure", "--top", "0"}, "--top: 0 would list no candidate"},
+		{[]string{"configure", "-f", badGPU}, `spec.hardware.gpu: unknown GPU "h300"`},
+		{[]string{"configure", "-f", noISL}, "spec.workload: isl 0 and osl 500"},
 	}
 	for _, tc := range cases {
 		_, _, err := run(t, tc.args...)

@@ -77,6 +77,9 @@ func resolve(env Env, r *Request) ([]*kind, []*engine, error) {
 	for i, p := range r.Pool {
 		d, err := env.Catalog.Device(p.Device, "")
 		if err != nil {
+			if r.DeviceField != "" && len(r.Pool) == 1 {
+				return nil, nil, fmt.Errorf("%s: %w", r.DeviceField, err)
+			}
 			return nil, nil, fmt.Errorf("pool[%d].device: %w", i, err)
 		}
 		maxTP := d.GPU.MaxTP()

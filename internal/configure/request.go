@@ -100,6 +100,10 @@ type Request struct {
 	// Confidence (0.5-0.99, 0: none) asks for deployments whose SLA holds
 	// with that probability, from the parameters' held-out intervals.
 	Confidence float64 `json:"confidence,omitempty"`
+	// DeviceField is where the user named a one-kind pool's device (a flag
+	// or a request file's field), so that an unknown device is reported
+	// there rather than as pool[0].device.
+	DeviceField string `json:"-"`
 }
 
 // Validate checks the request and names the field to fix.

@@ -183,11 +183,12 @@ func parseServingRequest(data []byte, name string) (*File, error) {
 			return nil, fmt.Errorf("spec.hardware.totalGpus: %d; give the number of %s GPUs (>= 1)", h.TotalGPUs, h.GPU)
 		}
 		r.Pool = []PoolEntry{{Device: h.GPU, Count: h.TotalGPUs, GPUsPerNode: h.GPUsPerNode}}
+		r.DeviceField = "spec.hardware.gpu"
 	case h.TotalGPUs > 0 || h.GPUsPerNode > 0:
 		return nil, fmt.Errorf("spec.hardware.gpu: required with totalGpus/gpusPerNode")
 	}
 	if s.Workload.ISL == 0 || s.Workload.OSL == 0 {
-		return nil, fmt.Errorf("spec.workload: isl and osl are required")
+		return nil, fmt.Errorf("spec.workload: isl %d and osl %d: both are required, the prompt and answer tokens of a request (>= 1)", s.Workload.ISL, s.Workload.OSL)
 	}
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
@@ -239,6 +240,7 @@ func parseDGDR(data []byte, name string) (*File, error) {
 		pe.GPUsPerNode = *h.NumGPUsPerNode
 	}
 	r.Pool = []PoolEntry{pe}
+	r.DeviceField = "spec.hardware.gpuSku"
 	if h.VRAMMB != nil {
 		f.VRAMMiB = *h.VRAMMB
 	}
