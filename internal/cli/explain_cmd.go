@@ -45,7 +45,7 @@ func (f *explainFlags) snapshot(ctx context.Context, withPods bool) (*explain.Sn
 	}
 	client, err := kubeclient.Clientset(f.kubeconfig)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (or explain offline from a dump: --from dump.yaml)", err)
 	}
 	s, err := explain.Live(ctx, client)
 	if err != nil {

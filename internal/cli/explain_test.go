@@ -160,4 +160,16 @@ func TestExplainRefusesNonsenseDumps(t *testing.T) {
 	if _, _, err := run(t, "explain", "claim", "want", "--from", d); err == nil || !strings.Contains(err.Error(), "appears twice") {
 		t.Errorf("duplicate claim: got %v", err)
 	}
+	// Objects that are not a dump's are named, not reported as a scheme error.
+	for doc, want := range map[string]string{
+		"apiVersion: gpuplane.io/v1alpha1\nkind: Fleet\n": "kind Fleet (gpuplane.io/v1alpha1) is not used by explain",
+		"kind: ResourceClaim\n":                           "an object without apiVersion and kind",
+	} {
+		if err := os.WriteFile(d, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := run(t, "explain", "claim", "want", "--from", d); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", doc, err, want)
+		}
+	}
 }

@@ -118,7 +118,12 @@ func Load(r io.Reader) (*Snapshot, error) {
 
 func (s *Snapshot) add(raw []byte, where string) error {
 	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
-	if err != nil {
+	switch {
+	case runtime.IsNotRegisteredError(err) && gvk != nil:
+		return fmt.Errorf("dump %s: kind %s (%s) is not used by explain; %s", where, gvk.Kind, gvk.GroupVersion(), dumpKinds)
+	case runtime.IsMissingKind(err) || runtime.IsMissingVersion(err):
+		return fmt.Errorf("dump %s: an object without apiVersion and kind; a dump is what kubectl get -o yaml writes", where)
+	case err != nil:
 		return fmt.Errorf("dump %s: %w", where, err)
 	}
 	switch o := obj.(type) {
@@ -146,10 +151,12 @@ func (s *Snapshot) add(raw []byte, where string) error {
 	case *resourceapi.DeviceTaintRule:
 		s.TaintRules = append(s.TaintRules, o)
 	default:
-		return fmt.Errorf("dump %s: kind %s is not used by explain; keep Nodes, Pods, ResourceSlices, DeviceClasses, ResourceClaims, DeviceTaintRules (resource.k8s.io/v1)", where, gvk.Kind)
+		return fmt.Errorf("dump %s: kind %s is not used by explain; %s", where, gvk.Kind, dumpKinds)
 	}
 	return nil
 }
+
+const dumpKinds = "keep Nodes, Pods, ResourceSlices, DeviceClasses, ResourceClaims, DeviceTaintRules (resource.k8s.io/v1)"
 
 // Claim finds a claim.
 func (s *Snapshot) Claim(ns, name string) (*resourceapi.ResourceClaim, error) {
