@@ -44,7 +44,7 @@ ResourceSlices and touches no cluster: a what-if for capacity planning.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fl, err := fleet.Load(file)
 			if err != nil {
-				return fmt.Errorf("-f: %w", err)
+				return fmt.Errorf("-f %s: %w", file, err)
 			}
 			nodes, err := fl.Nodes(catalog.MustDefault())
 			if err != nil {
