@@ -147,6 +147,8 @@ func (c *Config) Validate() error {
 	case c.CorrectionMin <= 0 || c.CorrectionMax < c.CorrectionMin:
 		return fmt.Errorf("planner.correctionMin/Max: need 0 < min <= max")
 	}
-	_, err := NewPredictor(c.Predictor, c.Window)
-	return err
+	if _, err := NewPredictor(c.Predictor, c.Window); err != nil {
+		return fmt.Errorf("planner.%w", err) // the error starts with the field, "predictor: ..."
+	}
+	return nil
 }

@@ -178,7 +178,7 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{func(c *planner.Config) { c.TTFTms = 0 }, "ttftMs"},
-		{func(c *planner.Config) { c.Predictor = "prophet" }, "predictor"},
+		{func(c *planner.Config) { c.Predictor = "prophet" }, `planner.predictor: "prophet"`},
 		{func(c *planner.Config) { c.MinDecode = -1 }, "minPrefill/minDecode"},
 		{func(c *planner.Config) { c.MaxPrefill, c.MinPrefill = 2, 3 }, "maxPrefill"},
 		{func(c *planner.Config) { c.GPUBudget, c.DecodeGPUs = 3, 4 }, "gpuBudget"},

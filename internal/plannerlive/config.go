@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -129,8 +130,12 @@ func checkEndpoints(c *Config) error {
 		}
 	}
 	if c.Listen != "" {
-		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		_, port, err := net.SplitHostPort(c.Listen)
+		if err != nil {
 			return fmt.Errorf("listen: %q: %v; give host:port, e.g. 127.0.0.1:9464 (\":9464\" in a pod)", c.Listen, err)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("listen: %q: port %q, want 0 to 65535 (0: any free port); e.g. 127.0.0.1:9464", c.Listen, port)
 		}
 	}
 	return nil
@@ -138,7 +143,11 @@ func checkEndpoints(c *Config) error {
 
 func checkURL(field, raw string) error {
 	if !workers.IsHTTPURL(raw) {
-		return fmt.Errorf("%s: %q is not an http(s) URL; e.g. http://10.1.2.3:8000/metrics", field, raw)
+		eg := "http://10.1.2.3:8000/metrics"
+		if field == "metrics.prometheus.url" {
+			eg = "http://prometheus.monitoring:9090"
+		}
+		return fmt.Errorf("%s: %q is not an http(s) URL; e.g. %s", field, raw, eg)
 	}
 	return nil
 }
