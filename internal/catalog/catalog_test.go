@@ -497,7 +497,10 @@ func TestContextNote(t *testing.T) {
 func TestHFConfigErrorsNameItsKeys(t *testing.T) {
 	base := `{"architectures":["LlamaForCausalLM"],"hidden_size":4096,"num_attention_heads":32,"num_hidden_layers":32,"intermediate_size":14336,"vocab_size":128256`
 	for _, tc := range []struct{ doc, want string }{
-		{strings.Replace(base, `"num_attention_heads":32`, `"num_attention_heads":0`, 1) + "}", "(in config.json: attentionHeads is num_attention_heads)"},
+		{strings.Replace(base, `"num_attention_heads":32`, `"num_attention_heads":0`, 1) + "}", "num_attention_heads: missing or 0 in a LlamaForCausalLM config"},
+		{`{"architectures":["MambaForCausalLM"],"hidden_size":768,"num_hidden_layers":24,"vocab_size":50280,"state_size":16}`, "attention-free network (state-space, RWKV)"},
+		{strings.Replace(base, `"hidden_size":4096`, `"hidden_size":4096.5`, 1) + "}", "hidden_size: 4096.5 where a whole number is expected"},
+		{strings.Replace(base, `"num_hidden_layers":32`, `"num_hidden_layers":0`, 1) + "}", "(in config.json: layers is num_hidden_layers)"},
 		{base + `,"num_key_value_heads":5}`, "attentionHeads is num_attention_heads, kvHeads is num_key_value_heads"},
 		{base + `,"num_experts":8,"num_experts_per_tok":9}`, "expertsPerToken is num_experts_per_tok"},
 	} {

@@ -84,7 +84,7 @@ func ParseHFConfig(b []byte, name string) (*Model, error) { return parseHFConfig
 func parseHFConfig(b []byte, name, fallback string) (*Model, error) {
 	var c hfConfig
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("parse config.json: %w", err)
+		return nil, fmt.Errorf("parse config.json: %w", strict.NameTypeError(err))
 	}
 	if c.NumHiddenLayers == 0 && c.TextConfig != nil {
 		// Multimodal checkpoints keep the language model under text_config.
@@ -168,6 +168,11 @@ func parseHFConfig(b []byte, name, fallback string) (*Model, error) {
 		case q == "fp8" || strings.Contains(c.QuantizationConfig.Format, "e4m3"):
 			m.NativeDtype = FP8
 		}
+	}
+	if m.Layers > 0 && m.AttentionHeads == 0 && m.Linear == nil {
+		// A state-space or other attention-free network: say so, rather
+		// than that one number is zero.
+		return nil, fmt.Errorf("num_attention_heads: missing or 0 in a %s config; gpuplane prices transformer decoders (attention, MLA, MoE, gated delta-net hybrids): give the heads, or, for an attention-free network (state-space, RWKV), it has no model of it", firstNonEmpty(m.Architecture, "config.json"))
 	}
 	if err := m.Validate(); err != nil {
 		return nil, hfKeys(err)
