@@ -43,6 +43,13 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 			if err := checkServeFlags(port, maxInFlight); err != nil {
 				return err
 			}
+			// perf names estimate's flags; these are vLLM's spellings.
+			if q.MaxSeqs < 0 {
+				return fmt.Errorf("--max-num-seqs: %d must be >= 1 (0: the backend's default)", q.MaxSeqs)
+			}
+			if q.MaxBatchedTokens < 0 {
+				return fmt.Errorf("--max-num-batched-tokens: %d must be >= 1 (0: the backend's default)", q.MaxBatchedTokens)
+			}
 			precisionFollowsModel(cmd.Flags(), false, &q)
 			cfg.Query = q
 			reg := prometheus.NewRegistry()

@@ -191,8 +191,11 @@ func (c *Config) normalise(p *Params) error {
 	if c.MemoryUtilization == 0 {
 		c.MemoryUtilization = bp.MemoryUtilization
 	}
-	if c.MaxBatchedTokens < 1 || c.MaxSeqs < 1 {
-		return fmt.Errorf("max-batched-tokens and max-seqs must be >= 1")
+	if c.MaxBatchedTokens < 1 {
+		return fmt.Errorf("max-batched-tokens: %d must be >= 1 (0: the backend's default)", c.MaxBatchedTokens)
+	}
+	if c.MaxSeqs < 1 {
+		return fmt.Errorf("max-seqs: %d must be >= 1 (0: the backend's default)", c.MaxSeqs)
 	}
 	if c.MemoryUtilization <= 0 || c.MemoryUtilization > 1 {
 		return fmt.Errorf("gpu-memory-utilization: %g must be in (0, 1]", c.MemoryUtilization)
