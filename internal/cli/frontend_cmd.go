@@ -6,11 +6,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuplane/gpuplane/internal/frontend"
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
@@ -38,6 +40,9 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
 			}
 			if workerPort < 1 || workerPort > 65535 {
 				return fmt.Errorf("--worker-port: %d, want 1 to 65535", workerPort)
+			}
+			if err := oneWorkerSource(aggURLs, prefill, decode, sel, prefillSel, decodeSel); err != nil {
+				return err
 			}
 			f := &frontend.Frontend{}
 			pods := func(s string) (frontend.Discovery, error) {
@@ -103,4 +108,40 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
 	fl.IntVar(&port, "port", 8080, "port to listen on")
 	fl.IntVar(&maxInFlight, "max-concurrent-requests", 8192, "requests routed at once; more are answered 429 (0: no limit)")
 	return cmd
+}
+
+// oneWorkerSource refuses flags that name workers two ways (the second
+// would be ignored), half a disaggregated pair, and a selector that does
+// not parse, before any cluster is asked.
+func oneWorkerSource(agg, prefill, decode []string, sel, prefillSel, decodeSel string) error {
+	var given []string
+	if len(agg) > 0 {
+		given = append(given, "--workers")
+	}
+	if len(prefill) > 0 || len(decode) > 0 {
+		given = append(given, "--prefill-workers/--decode-workers")
+	}
+	if sel != "" {
+		given = append(given, "--selector")
+	}
+	if prefillSel != "" || decodeSel != "" {
+		given = append(given, "--prefill-selector/--decode-selector")
+	}
+	switch {
+	case len(given) > 1:
+		return fmt.Errorf("%s: give the workers one way; the frontend routes to one set", strings.Join(given, " and "))
+	case (len(prefill) > 0) != (len(decode) > 0):
+		return errors.New("--prefill-workers and --decode-workers: give both, for prefill then decode")
+	case (prefillSel != "") != (decodeSel != ""):
+		return errors.New("--prefill-selector and --decode-selector: give both, for prefill then decode")
+	}
+	for _, s := range []struct{ flag, sel string }{{"--selector", sel}, {"--prefill-selector", prefillSel}, {"--decode-selector", decodeSel}} {
+		if s.sel == "" {
+			continue
+		}
+		if _, err := labels.Parse(s.sel); err != nil {
+			return fmt.Errorf("%s: %q: %w", s.flag, s.sel, err)
+		}
+	}
+	return nil
 }

@@ -106,6 +106,10 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--port", "65536"}, "--port: 65536"},
 		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--worker-port", "0"}, "--worker-port: 0"},
 		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--max-concurrent-requests", "-1"}, "--max-concurrent-requests: -1"},
+		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--prefill-workers", "http://127.0.0.1:2"}, "give the workers one way"},
+		{[]string{"frontend", "--prefill-workers", "http://127.0.0.1:2"}, "--prefill-workers and --decode-workers: give both"},
+		{[]string{"frontend", "--prefill-selector", "role=prefill"}, "--prefill-selector and --decode-selector: give both"},
+		{[]string{"frontend", "--selector", "a=("}, `--selector: "a=(":`},
 	} {
 		if _, _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
