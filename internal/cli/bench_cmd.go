@@ -64,8 +64,17 @@ HTML page. Prompts are random words of four characters a token (the emulator's r
 			if cmd.Flags().Changed("timeout") && o.RequestTimeout <= 0 {
 				return fmt.Errorf("--timeout: %s, want > 0 (a limit per request)", o.RequestTimeout)
 			}
-			if cmd.Flags().Changed("speedup") && trace == "" {
+			// A flag of another load would be silently ignored.
+			changed := cmd.Flags().Changed
+			switch {
+			case changed("speedup") && trace == "":
 				return fmt.Errorf("--speedup applies to --trace only")
+			case changed("trace-format") && trace == "":
+				return fmt.Errorf("--trace-format applies to --trace only")
+			case changed("arrival") && o.Rate == 0:
+				return fmt.Errorf("--arrival applies to --rate only (--users send when their last request ends; a trace has its own times)")
+			case trace != "" && (changed("isl") || changed("osl")):
+				return fmt.Errorf("--isl/--osl: the trace gives each request's sizes; drop them with --trace")
 			}
 			if !(speedup > 0 && speedup <= 1e6) { // NaN fails too
 				return fmt.Errorf("--speedup: %g, want above 0 and at most 1000000 (2 replays the trace twice as fast)", speedup)

@@ -37,6 +37,9 @@ func TestBenchFlagLimits(t *testing.T) {
 	}{
 		{[]string{"--users", "1", "--timeout", "0s"}, "--timeout: 0s, want > 0"},
 		{[]string{"--users", "1", "--speedup", "2"}, "--speedup applies to --trace only"},
+		{[]string{"--rate", "1", "--trace-format", "mooncake"}, "--trace-format applies to --trace only"},
+		{[]string{"--users", "1", "--arrival", "constant"}, "--arrival applies to --rate only"},
+		{[]string{"--trace", "../../../shared/traces/azure_llm_2023_code.csv", "--osl", "10"}, "the trace gives each request's sizes"},
 		{[]string{"--trace", "../../examples/burst.yaml", "--speedup", "NaN"}, "--speedup: NaN"},
 		{[]string{"--rate", "2000", "--duration", "1h"}, "more than the 5000000 one run records"},
 	} {
