@@ -308,6 +308,15 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		if q.PrefillDP != 0 || q.DecodeDP != 0 || q.PrefillEP != 0 || q.DecodeEP != 0 {
 			return nil, fmt.Errorf("prefill_dp/decode_dp/prefill_ep/decode_ep: only with mode disagg; use dp and ep for mode agg")
 		}
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"prefill_pp", q.PrefillPP != 0}, {"decode_pp", q.DecodePP != 0}, {"prefill_workers", q.PrefillWorkers != 0},
+			{"decode_workers", q.DecodeWorkers != 0}, {"same_node", q.SameNode != nil}} {
+			if k.set {
+				return nil, fmt.Errorf("%s: only with mode disagg; mode agg takes pp and workers", k.key)
+			}
+		}
 		cfg := base
 		cfg.TP, cfg.PP, cfg.DP = q.TP, q.PP, q.DP
 		w, err := perf.NewWorker(cfg, env.Params)
@@ -341,6 +350,12 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		}
 		if q.DP > 1 {
 			return nil, fmt.Errorf("dp: mode disagg takes prefill_dp and decode_dp instead")
+		}
+		if q.PP > 1 {
+			return nil, fmt.Errorf("pp: mode disagg takes prefill_pp and decode_pp instead")
+		}
+		if q.Workers > 1 {
+			return nil, fmt.Errorf("workers: mode disagg takes prefill_workers and decode_workers instead")
 		}
 		pc, dc := base, base
 		pc.TP, pc.PP, pc.DP = max(q.PrefillTP, 1), q.PrefillPP, q.PrefillDP

@@ -39,6 +39,10 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{func(q *Query) { q.Mode = "split" }, "not agg or disagg"},
 		{func(q *Query) { q.PrefillTP = 2 }, "only with mode disagg"},
+		{func(q *Query) { q.DecodeWorkers = 2 }, "decode_workers: only with mode disagg"},
+		{func(q *Query) { same := true; q.SameNode = &same }, "same_node: only with mode disagg"},
+		{func(q *Query) { q.Mode, q.PrefillTP, q.DecodeTP, q.Workers = "disagg", 1, 1, 3 }, "workers: mode disagg takes prefill_workers and decode_workers"},
+		{func(q *Query) { q.Mode, q.PrefillTP, q.DecodeTP, q.PP = "disagg", 1, 1, 2 }, "pp: mode disagg takes prefill_pp and decode_pp"},
 		{func(q *Query) { q.Precision = "int3" }, "precision"},
 		{func(q *Query) { q.KVPrecision = "fp2" }, "kv_precision"},
 		{func(q *Query) { q.Slice = "9g.99gb" }, "unknown MIG profile"},
