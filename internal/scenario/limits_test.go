@@ -48,6 +48,9 @@ EXTRA`
 		"short form negative": {doc("-1", "100", "60", ""), "workload.rate.constant"},
 		"short form huge":     {doc("1", "100000000", "60", ""), "workload.isl.fixed"},
 		"short form text":     {doc("1", "many", "60", ""), "workload.isl"},
+		"prefill in agg":      {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "replicas: 1}}", "replicas: 1}, prefill: {replicas: 1}}", 1), "deployment.prefill: not used here (mode agg runs deployment.agg)"},
+		"users in poisson":    {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "kind: poisson,", "kind: poisson, users: {count: 3},", 1), "workload.users: not used here"},
+		"rate with users":     {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "kind: poisson,", "kind: users, users: {count: 3},", 1), "workload.rate: not used here"},
 	}
 	for name, tc := range cases {
 		if _, err := build(t, tc.doc); err == nil || !strings.Contains(err.Error(), tc.want) {

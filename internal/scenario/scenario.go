@@ -279,6 +279,9 @@ func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest 
 	var workers []*perf.Worker
 	cfg := sim.Config{Router: d.Router, Interval: s.IntervalSeconds,
 		TTFTSLO: s.SLO.TTFTMs / 1e3, ITLSLO: s.SLO.ITLMs / 1e3, TTFTPercentile: s.SLO.TTFTPercentile, ITLPercentile: s.SLO.ITLPercentile}
+	if err := unusedSections(s); err != nil {
+		return nil, nil, err
+	}
 	switch d.Mode {
 	case "agg", "":
 		w, err := mkWorker("agg", d.Agg)

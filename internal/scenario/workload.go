@@ -155,3 +155,30 @@ func (d *DistSpec) typical() int {
 	}
 	return 0
 }
+
+// unusedSections refuses a section the deployment mode or the workload
+// kind would not read: a user who wrote it expects it to count.
+func unusedSections(s *Scenario) error {
+	d, w := s.Deployment, s.Workload
+	disagg := d.Mode == "disagg"
+	for _, sec := range []struct {
+		name   string
+		given  bool
+		unused bool
+		why    string
+	}{
+		{"deployment.agg", d.Agg != nil, disagg, "mode disagg runs deployment.prefill and deployment.decode"},
+		{"deployment.prefill", d.Prefill != nil, !disagg, "mode agg runs deployment.agg"},
+		{"deployment.decode", d.Decode != nil, !disagg, "mode agg runs deployment.agg"},
+		{"workload.rate", w.Rate != nil, w.Kind != "poisson", "only kind poisson arrives at a rate"},
+		{"workload.users", w.Users != nil, w.Kind != "users", "only kind users reads it"},
+		{"workload.trace", w.Trace != nil, w.Kind != "trace", "only kind trace replays a file"},
+		{"workload.isl", w.ISL != nil, w.Kind == "trace", "the trace gives each request's sizes"},
+		{"workload.osl", w.OSL != nil, w.Kind == "trace", "the trace gives each request's sizes"},
+	} {
+		if sec.given && sec.unused {
+			return fmt.Errorf("%s: not used here (%s); remove it or change the mode or kind", sec.name, sec.why)
+		}
+	}
+	return nil
+}
