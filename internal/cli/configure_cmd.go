@@ -267,6 +267,21 @@ func runConfigure(g *globals, cmd *cobra.Command, f *configureFlags) error {
 	if f.emit != "" && f.emit != "k8s" && f.emit != "dynamo" {
 		return fmt.Errorf("--emit: %q is not k8s or dynamo", f.emit)
 	}
+	// Flags that shape the emitted manifests or the cluster's pool would
+	// be ignored without --emit or --pool-from-cluster.
+	for _, fl := range []struct {
+		name, needs string
+		ok          bool
+	}{
+		{"name", "--emit", f.emit != ""}, {"namespace", "--emit", f.emit != ""}, {"image", "--emit", f.emit != ""},
+		{"dra-driver", "--emit", f.emit != ""},
+		{"device-classes", "--pool-from-cluster", f.fromCluster}, {"device-selector", "--pool-from-cluster", f.fromCluster},
+		{"kubeconfig", "--pool-from-cluster", f.fromCluster},
+	} {
+		if cmd.Flags().Changed(fl.name) && !fl.ok {
+			return fmt.Errorf("--%s applies with %s only", fl.name, fl.needs)
+		}
+	}
 	if f.specDraft != "" && (f.emit == "" || req.SpecTokens == 0) {
 		return fmt.Errorf("--spec-draft %q: names the draft the emitted workers load; give it with --emit and --spec-tokens", f.specDraft)
 	}

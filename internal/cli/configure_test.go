@@ -107,6 +107,9 @@ func TestConfigureErrors(t *testing.T) {
 		{[]string{"configure", "-f", "missing.yaml"}, "-f"},
 		{[]string{"configure", "--top", "0"}, "--top: 0 would list no candidate"},
 		{[]string{"configure", "-f", badGPU}, `spec.hardware.gpu: unknown GPU "h300"`},
+		{[]string{"configure", "--request-rate", "5"}, "pick throughput fills the pool and reads no load"},
+		{[]string{"configure", "--image", "repo/img:1"}, "--image applies with --emit only"},
+		{[]string{"configure", "--device-selector", "true"}, "--device-selector applies with --pool-from-cluster only"},
 		{[]string{"configure", "-f", noISL}, "spec.workload: isl 0 and osl 500"},
 	}
 	for _, tc := range cases {

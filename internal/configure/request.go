@@ -132,6 +132,8 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("isl %d and osl %d: at most %d tokens", r.ISL, r.OSL, estimate.MaxTokens)
 	case r.RequestRate > 0 && r.Concurrency > 0:
 		return fmt.Errorf("requestRate and concurrency: give one load, not both")
+	case (r.Pick == "" || r.Pick == Throughput) && (r.RequestRate > 0 || r.Concurrency > 0):
+		return fmt.Errorf("requestRate %g / concurrency %d: pick throughput fills the pool and reads no load; pick load-match (the fewest GPUs for the load) or autoscale", r.RequestRate, r.Concurrency)
 	case !(r.MaxGPUs >= 0) || !(r.MaxCostPerHour >= 0) || math.IsInf(r.MaxGPUs+r.MaxCostPerHour, 0):
 		return fmt.Errorf("budget: maxGpus %g and maxCostPerHour %g must be finite and >= 0", r.MaxGPUs, r.MaxCostPerHour)
 	case r.Top < 0:
