@@ -10,32 +10,24 @@ import (
 // write them first. Mappings decode as before.
 
 func (d *DistSpec) UnmarshalJSON(b []byte) error {
-	if isNumber(b) {
-		var n int
-		if err := json.Unmarshal(b, &n); err != nil {
-			return err
-		}
-		*d = DistSpec{Fixed: &n}
-		return nil
-	}
 	type plain DistSpec
-	return json.Unmarshal(b, (*plain)(d))
+	return shortForm(b, func(n int) { *d = DistSpec{Fixed: &n} }, (*plain)(d))
 }
 
 func (r *RateSpec) UnmarshalJSON(b []byte) error {
-	if isNumber(b) {
-		var v float64
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
-		}
-		*r = RateSpec{Constant: &v}
-		return nil
-	}
 	type plain RateSpec
-	return json.Unmarshal(b, (*plain)(r))
+	return shortForm(b, func(v float64) { *r = RateSpec{Constant: &v} }, (*plain)(r))
 }
 
-func isNumber(b []byte) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9')
+// shortForm decodes a bare number through constant, anything else into full.
+func shortForm[N int | float64](b []byte, constant func(N), full any) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && (t[0] == '-' || t[0] >= '0' && t[0] <= '9') {
+		var n N
+		if err := json.Unmarshal(b, &n); err != nil {
+			return err
+		}
+		constant(n)
+		return nil
+	}
+	return json.Unmarshal(b, full)
 }
