@@ -127,6 +127,15 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 			if cv != "" && fit {
 				return fmt.Errorf("--cv fits each fold itself; leave out --fit")
 			}
+			if maxEvals < 1 || maxEvals > 1_000_000 {
+				return fmt.Errorf("--max-evals: %d, want 1 to 1000000 evaluations", maxEvals)
+			}
+			if !(ttftWeight > 0 && ttftWeight <= 1000) { // NaN fails too
+				return fmt.Errorf("--ttft-weight: %g, want above 0 and at most 1000 (1 weighs TTFT like TPOT)", ttftWeight)
+			}
+			if !fit && cv == "" && (cmd.Flags().Changed("max-evals") || cmd.Flags().Changed("ttft-weight") || cmd.Flags().Changed("knobs")) {
+				return fmt.Errorf("--max-evals, --ttft-weight and --knobs shape a fit: give them with --fit or --cv")
+			}
 			env, h, err := calibrationEnv(g, harness)
 			if err != nil {
 				return err

@@ -74,6 +74,9 @@ func TestCalibrateCVAndKernelsFlagErrors(t *testing.T) {
 	}{
 		{[]string{"calibrate", "--cv", "backend"}, `--cv: "backend", want one of model, system, campaign`},
 		{[]string{"calibrate", "--cv", "model", "--fit", "--out", "x.yaml"}, "--cv fits each fold itself"},
+		{[]string{"calibrate", "--fit", "--out", "x.yaml", "--max-evals", "-1"}, "--max-evals: -1, want 1 to 1000000"},
+		{[]string{"calibrate", "--cv", "model", "--ttft-weight", "NaN"}, "--ttft-weight: NaN"},
+		{[]string{"calibrate", "--max-evals", "10"}, "give them with --fit or --cv"},
 		{[]string{"estimate", "--kernels", t.TempDir()}, "no system folders"},
 		{[]string{"estimate", "--kernels", "/does/not/exist"}, "--kernels /does/not/exist"},
 	} {
