@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuplane/gpuplane/internal/frontend"
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
@@ -139,8 +138,8 @@ func oneWorkerSource(agg, prefill, decode []string, sel, prefillSel, decodeSel s
 		if s.sel == "" {
 			continue
 		}
-		if _, err := labels.Parse(s.sel); err != nil {
-			return fmt.Errorf("%s: %q: %w", s.flag, s.sel, err)
+		if err := workers.CheckSelector(s.flag, s.sel); err != nil {
+			return err
 		}
 	}
 	return nil

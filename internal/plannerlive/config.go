@@ -128,6 +128,14 @@ func checkEndpoints(c *Config) error {
 		if s.Port < 0 || s.Port > 65535 {
 			return fmt.Errorf("metrics.scrape.port: %d, want 1 to 65535 (0: 8000)", s.Port)
 		}
+		for _, sel := range []struct{ field, sel string }{{"metrics.scrape.prefillSelector", s.PrefillSelector}, {"metrics.scrape.decodeSelector", s.DecodeSelector}} {
+			if sel.sel == "" {
+				continue
+			}
+			if err := workers.CheckSelector(sel.field, sel.sel); err != nil {
+				return err
+			}
+		}
 	}
 	if c.Listen != "" {
 		_, port, err := net.SplitHostPort(c.Listen)

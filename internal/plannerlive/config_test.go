@@ -43,11 +43,12 @@ func TestConfig(t *testing.T) {
 		"pods port":     strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "scrape: {namespace: s, prefillSelector: a, decodeSelector: b, port: 70000}", 1),
 		"listen":        good + "listen: \"9464\"\n",
 		"listen port":   good + "listen: \"0.0.0.0:99999\"\n",
+		"pods selector": strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "scrape: {namespace: s, prefillSelector: role=prefill, decodeSelector: \"a=(\"}", 1),
 	}
 	wants := map[string]string{"unknown field": "speed", "two sources": "exactly one", "no target": "targets.decode", "no engine": "engine.model",
 		"urls and pods": "not both or neither", "pods half": "needs decodeSelector", "scrape url": `metrics.scrape.decode[0]: "127.0.0.1:8001/metrics" is not an http(s) URL`,
 		"prom url": "metrics.prometheus.url", "pods port": "metrics.scrape.port: 70000", "listen": `listen: "9464"`,
-		"listen port": `listen: "0.0.0.0:99999": port "99999", want 0 to 65535`}
+		"listen port": `listen: "0.0.0.0:99999": port "99999", want 0 to 65535`, "pods selector": `metrics.scrape.decodeSelector: "a=(":`}
 	// Workers found by label: the source gets its client only then.
 	pods := strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`,
 		"scrape: {namespace: s, prefillSelector: role=prefill, decodeSelector: role=decode}", 1)

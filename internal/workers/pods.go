@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -27,6 +28,15 @@ type Pods struct {
 	Namespace string
 	Selector  string
 	Port      int
+}
+
+// CheckSelector refuses a label selector that does not parse: every list
+// of Pods would fail on it, so it is named before any cluster is asked.
+func CheckSelector(field, selector string) error {
+	if _, err := labels.Parse(selector); err != nil {
+		return fmt.Errorf("%s: %q: %w", field, selector, err)
+	}
+	return nil
 }
 
 // Workers lists the pods' URLs.
