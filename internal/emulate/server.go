@@ -186,7 +186,7 @@ func promptText(raw json.RawMessage) (string, int, error) {
 // not an array of numbers.
 func tokenIDs(raw json.RawMessage, field string) (int, error) {
 	var ids []json.Number
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if dec.Decode(&ids) != nil || len(ids) == 0 {
 		if string(raw) == "[]" {

@@ -110,7 +110,7 @@ func ParseConfig(data []byte) (*Config, error) {
 func checkEndpoints(c *Config) error {
 	m := c.Metrics
 	if m.Prometheus != nil {
-		if err := checkURL("metrics.prometheus.url", m.Prometheus.URL); err != nil {
+		if err := checkURL("metrics.prometheus.url", m.Prometheus.URL, "http://prometheus.monitoring:9090"); err != nil {
 			return err
 		}
 	}
@@ -120,7 +120,7 @@ func checkEndpoints(c *Config) error {
 			urls []string
 		}{{"prefill", s.Prefill}, {"decode", s.Decode}} {
 			for i, u := range pool.urls {
-				if err := checkURL(fmt.Sprintf("metrics.scrape.%s[%d]", pool.name, i), u); err != nil {
+				if err := checkURL(fmt.Sprintf("metrics.scrape.%s[%d]", pool.name, i), u, "http://10.1.2.3:8000/metrics"); err != nil {
 					return err
 				}
 			}
@@ -149,12 +149,9 @@ func checkEndpoints(c *Config) error {
 	return nil
 }
 
-func checkURL(field, raw string) error {
+// checkURL refuses a URL no tick could use; eg is one the field takes.
+func checkURL(field, raw, eg string) error {
 	if !workers.IsHTTPURL(raw) {
-		eg := "http://10.1.2.3:8000/metrics"
-		if field == "metrics.prometheus.url" {
-			eg = "http://prometheus.monitoring:9090"
-		}
 		return fmt.Errorf("%s: %q is not an http(s) URL; e.g. %s", field, raw, eg)
 	}
 	return nil
