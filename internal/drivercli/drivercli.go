@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -78,6 +79,14 @@ the device (NVML discovery).
 			}
 			if healthEvents != "" && discovery != "profile" {
 				return fmt.Errorf("--health-events: %q is for --discovery profile; NVML reports the GPUs' health itself", healthEvents)
+			}
+			// NVML reads the node's GPUs and their MIG instances as they
+			// are; a profile or layout given beside it would be ignored.
+			if discovery == "nvml" && profile != "" {
+				return fmt.Errorf("--profile: %q is for --discovery profile; NVML discovers the node's GPUs (drop --profile, or add --discovery profile)", profile)
+			}
+			if discovery == "nvml" && len(migLayout) > 0 {
+				return fmt.Errorf("--mig-layout: %q is for --discovery profile; with NVML the GPUs' MIG instances are what the node has", strings.Join(migLayout, ","))
 			}
 			// What this node publishes is checked before the cluster is asked
 			// anything: a bad profile or layout is the flags' fault.

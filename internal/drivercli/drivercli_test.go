@@ -15,6 +15,8 @@ func TestRunFlagErrors(t *testing.T) {
 	}{
 		{[]string{"run"}, "--node-name: required"},
 		{[]string{"run", "--node-name=n", "--health-events=h.jsonl"}, `--health-events: "h.jsonl" is for --discovery profile`},
+		{[]string{"run", "--node-name=n", "--profile=hgx-h100"}, `--profile: "hgx-h100" is for --discovery profile`},
+		{[]string{"run", "--node-name=n", "--mig-layout=3g.40gb"}, `--mig-layout: "3g.40gb" is for --discovery profile`},
 		// A kubeconfig that does not exist: each must fail on its flag first.
 		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=magic"}, `--discovery: "magic"`},
 		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=nonesuch"}, `--profile: unknown device profile "nonesuch"`},

@@ -15,6 +15,9 @@ import (
 
 const gpuplaneChart = "../../deploy/helm/gpuplane"
 
+// digest is a well-formed image digest.
+var digest = "sha256:" + strings.Repeat("0123456789abcdef", 4)
+
 func renderGPUPlane(t *testing.T, values map[string]any) map[string][]string {
 	t.Helper()
 	return renderChart(t, gpuplaneChart, values)
@@ -46,12 +49,12 @@ func TestGPUPlaneChartDefaults(t *testing.T) {
 		t.Errorf("controller container security context %+v", sc)
 	}
 	docs = renderGPUPlane(t, map[string]any{"controller": map[string]any{"replicas": 2},
-		"image":   map[string]any{"digest": "sha256:0123"},
+		"image":   map[string]any{"digest": digest},
 		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}})
 	if err := yaml.UnmarshalStrict([]byte(docs["Deployment"][0]), &d); err != nil {
 		t.Fatal(err)
 	}
-	if c := d.Spec.Template.Spec.Containers[0]; c.Image != "ghcr.io/gpuplane/gpuplane:v0.1.0@sha256:0123" || !slices.Contains(c.Args, "--leader-elect=true") {
+	if c := d.Spec.Template.Spec.Containers[0]; c.Image != "ghcr.io/gpuplane/gpuplane:v0.1.0@"+digest || !slices.Contains(c.Args, "--leader-elect=true") {
 		t.Errorf("two replicas with a digest: image %q args %v", c.Image, c.Args)
 	}
 	if len(docs["ServiceMonitor"]) != 1 {
@@ -132,5 +135,32 @@ func TestGPUPlaneCRD(t *testing.T) {
 	spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
 	if len(spec.Properties["slo"].XValidations) == 0 || len(spec.Properties["traffic"].XValidations) == 0 {
 		t.Error("slo and traffic lost their CEL rules")
+	}
+}
+
+// Values the chart cannot use are refused when the chart is rendered,
+// naming the value, instead of rendering a controller that fails later.
+func TestGPUPlaneBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		vals map[string]any
+		want string
+	}{
+		{map[string]any{"controler": map[string]any{"replicas": 2}}, "additional properties 'controler' not allowed"},
+		{map[string]any{"controller": map[string]any{"replicas": -1}}, "'/controller/replicas': minimum: got -1, want 0"},
+		{map[string]any{"controller": map[string]any{"logFormat": "xml"}}, "'/controller/logFormat': value must be one of 'json', 'text'"},
+		{map[string]any{"controller": map[string]any{"resources": map[string]any{"limit": map[string]any{"memory": "1Gi"}}}}, "'/controller/resources': additional properties 'limit' not allowed"},
+		{map[string]any{"controller": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1 GB"}}}}, "'/controller/resources/limits/memory': '1 GB' does not match"},
+		{map[string]any{"metrics": map[string]any{"port": "8082"}}, "'/metrics/port': got string, want integer"},
+		{map[string]any{"metrics": map[string]any{"port": 70000}}, "'/metrics/port': maximum"},
+		{map[string]any{"metrics": map[string]any{"port": 8081}}, "metrics.port: 8081 is the controller's health port"},
+		{map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"interval": "30"}}}, "'/metrics/serviceMonitor/interval': '30' does not match"},
+		{map[string]any{"image": map[string]any{"digest": "sha256:0123"}}, "'/image/digest': 'sha256:0123' does not match"},
+		{map[string]any{"image": map[string]any{"tag": 2}}, "'/image/tag': got number, want string"},
+		{map[string]any{"image": map[string]any{"pullPolicy": "always"}}, "'/image/pullPolicy': value must be one of"},
+		{map[string]any{"image": map[string]any{"repository": ""}}, "'/image/repository'"},
+	} {
+		if _, err := Render(gpuplaneChart, "gp", "ns", tc.vals); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.vals, err, tc.want)
+		}
 	}
 }

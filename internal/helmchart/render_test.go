@@ -1,7 +1,11 @@
 package helmchart
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -133,11 +137,60 @@ func TestValues(t *testing.T) {
 
 func TestBadValues(t *testing.T) {
 	for vals, want := range map[*map[string]any]string{
-		{"discovery": "profile"}: "needs profile",
-		{"discovery": "dcgm"}:    `discovery: "dcgm"`,
+		{"discovery": "profile"}:                                     "needs profile",
+		{"discovery": "dcgm"}:                                        "'/discovery': value must be one of 'nvml', 'profile'",
+		{"profile": "hgx-h100"}:                                      `profile: "hgx-h100" is for discovery: profile`,
+		{"feature": map[string]any{"dynamicMIG": true}}:              "additional properties 'feature' not allowed",
+		{"features": map[string]any{"dynamicMig": true}}:             "'/features': additional properties 'dynamicMig' not allowed",
+		{"features": map[string]any{"vgpu": "yes"}}:                  "'/features/vgpu': got string, want boolean",
+		{"healthz": map[string]any{"port": 70000}}:                   "'/healthz/port': maximum",
+		{"kubeletPlugin": map[string]any{"cdiDir": "var/run/cdi"}}:   "'/kubeletPlugin/cdiDir': 'var/run/cdi' does not match",
+		{"tolerations": []any{map[string]any{"operator": "exists"}}}: "'/tolerations/0/operator': value must be one of 'Exists', 'Equal'",
+		{"nodeSelector": map[string]any{"gpu": true}}:                "'/nodeSelector/gpu': got boolean, want string",
 	} {
 		if _, err := Render(chart, "gp", "ns", *vals); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: %v, want %q", *vals, err, want)
+		}
+	}
+}
+
+// Every value a template reads is declared in its chart's schema: the
+// schema refuses what it does not declare, so an undeclared value could
+// never be set.
+func TestSchemaDeclaresTemplateValues(t *testing.T) {
+	ref := regexp.MustCompile(`\.Values((?:\.[A-Za-z0-9_]+)+)`)
+	for _, dir := range []string{chart, "../../deploy/helm/gpuplane"} {
+		raw, err := os.ReadFile(filepath.Join(dir, "values.schema.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var schema map[string]any
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		tmpls, _ := filepath.Glob(filepath.Join(dir, "templates", "*"))
+		n := 0
+		for _, f := range tmpls {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range ref.FindAllStringSubmatch(string(b), -1) {
+				n++
+				node := schema
+				for _, key := range strings.Split(strings.TrimPrefix(m[1], "."), ".") {
+					props, _ := node["properties"].(map[string]any)
+					next, ok := props[key].(map[string]any)
+					if !ok {
+						t.Errorf("%s: %s reads .Values%s, which values.schema.json does not declare", dir, filepath.Base(f), m[1])
+						break
+					}
+					node = next
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no .Values references found; is the pattern stale?", dir)
 		}
 	}
 }
