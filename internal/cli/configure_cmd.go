@@ -336,8 +336,8 @@ func runConfigure(g *globals, cmd *cobra.Command, f *configureFlags) error {
 
 func writeConfigureTable(g *globals, res *configure.Result, explain bool) error {
 	w := g.stdout
-	fmt.Fprintf(w, "%s on %s, %s, ISL %d / OSL %d, TTFT %s <= %g ms, ITL %s <= %g ms", res.Model, res.Backend, res.Precision, res.ISL, res.OSL,
-		slo.Stat(res.SLA.TTFTPercentile), res.SLA.TTFTms, slo.Stat(res.SLA.ITLPercentile), res.SLA.ITLms)
+	fmt.Fprintf(w, "%s on %s, %s, ISL %d / OSL %d, TTFT %s, ITL %s", res.Model, res.Backend, res.Precision, res.ISL, res.OSL,
+		slo.Target(res.SLA.TTFTPercentile, res.SLA.TTFTms), slo.Target(res.SLA.ITLPercentile, res.SLA.ITLms))
 	if res.SLA.E2Ems > 0 {
 		fmt.Fprintf(w, ", E2E <= %g ms", res.SLA.E2Ems)
 	}

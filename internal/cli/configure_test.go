@@ -248,3 +248,20 @@ func TestConfigureEmitsSpeculativeDecoding(t *testing.T) {
 		t.Errorf("no EAGLE-3 speculative config in the manifests:\n%s", out)
 	}
 }
+
+// A target of 0 is none: the header says so instead of a target of 0 ms,
+// and the percentile still names the statistic the table reports.
+func TestConfigureHeaderWithoutTarget(t *testing.T) {
+	out, _, err := run(t, "configure", "--model", "Qwen/Qwen3-8B", "--gpu", "h100_sxm", "--total-gpus", "2", "--isl", "1000",
+		"--osl", "200", "--ttft", "0", "--ttft-percentile", "90", "--itl", "40")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(out, "\n")
+	if !strings.Contains(head, "TTFT p90 (no target), ITL mean <= 40 ms") {
+		t.Errorf("header %q", head)
+	}
+	if strings.Contains(head, "<= 0 ms") {
+		t.Errorf("header shows a target of 0 ms: %q", head)
+	}
+}

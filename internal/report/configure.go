@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuplane/gpuplane/internal/configure"
+	"github.com/gpuplane/gpuplane/internal/slo"
 )
 
 // ParetoSVG plots every measured operating point (tokens/s per user
@@ -115,7 +116,7 @@ func WriteConfigure(w io.Writer, res *configure.Result) error {
 	if res.Unreachable != nil {
 		miss = res.Unreachable.Message
 	}
-	sla := fmt.Sprintf("TTFT <= %g ms, ITL <= %g ms", res.SLA.TTFTms, res.SLA.ITLms)
+	sla := fmt.Sprintf("TTFT %s, ITL %s", slo.Target(res.SLA.TTFTPercentile, res.SLA.TTFTms), slo.Target(res.SLA.ITLPercentile, res.SLA.ITLms))
 	spec := ""
 	if res.SpecTokens > 0 {
 		spec = fmt.Sprintf(", drafting %d (%g gained a step)", res.SpecTokens, res.SpecAccept)

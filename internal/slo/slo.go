@@ -24,3 +24,12 @@ func Stat(p float64) string {
 	}
 	return "p" + strconv.FormatFloat(p, 'f', -1, 64)
 }
+
+// Target says a latency target as headers show it, "p90 <= 500 ms"; a
+// target of 0 is none, and the statistic then only names what is reported.
+func Target(p, ms float64) string {
+	if ms <= 0 {
+		return Stat(p) + " (no target)"
+	}
+	return fmt.Sprintf("%s <= %g ms", Stat(p), ms)
+}

@@ -26,3 +26,14 @@ func TestStat(t *testing.T) {
 		}
 	}
 }
+
+func TestTarget(t *testing.T) {
+	for _, tc := range []struct {
+		p, ms float64
+		want  string
+	}{{0, 500, "mean <= 500 ms"}, {90, 30, "p90 <= 30 ms"}, {99, 0, "p99 (no target)"}, {0, 0, "mean (no target)"}} {
+		if got := Target(tc.p, tc.ms); got != tc.want {
+			t.Errorf("Target(%g, %g) = %q, want %q", tc.p, tc.ms, got, tc.want)
+		}
+	}
+}
