@@ -33,6 +33,7 @@ targets=(
   "./internal/kernels FuzzCacheRestore"
   "./internal/calibrate FuzzLoadCSV"
   "./internal/calibrate FuzzParseKnobs"
+  "./internal/listenaddr FuzzCheck"
 )
 for entry in "${targets[@]}"; do
   read -r pkg name <<<"$entry"

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
+	"github.com/gpuplane/gpuplane/internal/listenaddr"
 	"github.com/gpuplane/gpuplane/internal/manifest"
 	"github.com/gpuplane/gpuplane/internal/operator/controller"
 )
@@ -83,15 +82,5 @@ func checkListenAddr(flag, addr string) error {
 	if addr == "0" {
 		return nil
 	}
-	_, port, err := net.SplitHostPort(addr)
-	if err == nil {
-		var p int
-		if p, err = strconv.Atoi(port); err == nil && (p < 0 || p > 65535) {
-			err = fmt.Errorf("port %d out of range", p)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %q: %v; give host:port (:port listens on every interface) or 0 to turn it off", flag, addr, err)
-	}
-	return nil
+	return listenaddr.Check(flag, addr, ":8082, or 0 to turn it off")
 }

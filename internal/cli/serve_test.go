@@ -125,7 +125,7 @@ func TestControllerFlagErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--metrics-addr", "notanaddr"}, `--metrics-addr: "notanaddr"`},
-		{[]string{"--health-addr", ":99999"}, "port 99999 out of range"},
+		{[]string{"--health-addr", ":99999"}, `--health-addr: ":99999": port "99999", want 0 to 65535`},
 		{[]string{"--frontend-image", "UPPER CASE:bad"}, "--frontend-image"},
 		{[]string{"--metrics-addr", "0", "--health-addr", "127.0.0.1:0"}, "--kubeconfig"}, // valid: it gets as far as the cluster
 	} {

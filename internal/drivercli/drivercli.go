@@ -30,6 +30,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/dra/profiles"
 	"github.com/gpuplane/gpuplane/internal/dra/slices"
 	"github.com/gpuplane/gpuplane/internal/kubeclient"
+	"github.com/gpuplane/gpuplane/internal/listenaddr"
 )
 
 // Main runs the driver binary until ctx ends or a signal arrives and
@@ -106,8 +107,8 @@ the device (NVML discovery).
 				return fmt.Errorf("--discovery: %q, want nvml or profile", discovery)
 			}
 			if healthzAddr != "" {
-				if _, _, err := net.SplitHostPort(healthzAddr); err != nil {
-					return fmt.Errorf("--healthz-addr: %q: %v; give host:port, e.g. :51515", healthzAddr, err)
+				if err := listenaddr.Check("--healthz-addr", healthzAddr, ":51515"); err != nil {
+					return err
 				}
 			}
 			client, err := kubeclient.Clientset(kubeconfig)

@@ -3,14 +3,13 @@ package plannerlive
 import (
 	"bytes"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuplane/gpuplane/internal/capacity"
 	"github.com/gpuplane/gpuplane/internal/estimate"
+	"github.com/gpuplane/gpuplane/internal/listenaddr"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/planner"
 	"github.com/gpuplane/gpuplane/internal/strict"
@@ -138,12 +137,8 @@ func checkEndpoints(c *Config) error {
 		}
 	}
 	if c.Listen != "" {
-		_, port, err := net.SplitHostPort(c.Listen)
-		if err != nil {
-			return fmt.Errorf("listen: %q: %v; give host:port, e.g. 127.0.0.1:9464 (\":9464\" in a pod)", c.Listen, err)
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-			return fmt.Errorf("listen: %q: port %q, want 0 to 65535 (0: any free port); e.g. 127.0.0.1:9464", c.Listen, port)
+		if err := listenaddr.Check("listen", c.Listen, `127.0.0.1:9464 (":9464" in a pod)`); err != nil {
+			return err
 		}
 	}
 	return nil
