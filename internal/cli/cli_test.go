@@ -315,3 +315,23 @@ func TestBatchRefusesNonsenseLines(t *testing.T) {
 		}
 	}
 }
+
+// A prompt-only query (one output token) has no TPOT: the table says so
+// instead of a TPOT of 0 ms and a decode speed of 0 tokens/s.
+func TestEstimatePromptOnly(t *testing.T) {
+	out, _, err := run(t, "estimate", "--model", "Qwen/Qwen3-8B", "--isl", "1000", "--osl", "1", "--concurrency", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "none (osl 1: every request ends at its first token)") {
+		t.Errorf("no prompt-only tpot row:\n%s", out)
+	}
+	for _, bad := range []string{"0.00 ms (p99", "per user", "tpot 0.00"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("table shows %q for a prompt-only query:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, "ttft") {
+		t.Errorf("no ttft:\n%s", out)
+	}
+}

@@ -79,14 +79,27 @@ func (t estimateTable) Rows() [][]string {
 	if o.DecodeWaitMs > 0 {
 		rows = append(rows, []string{"decode wait", fmt.Sprintf("%.1f ms of the ttft from the kv hand-off to a decode engine taking the request (the step in progress; a slot, past max concurrency %d)", o.DecodeWaitMs, o.MaxConcurrency)})
 	}
-	rows = append(rows,
-		[]string{"tpot", fmt.Sprintf("%.2f ms (p99 %.2f)", o.TPOTms, o.TPOTP99ms)})
-	if o.TTFTInterval != nil && o.TPOTInterval != nil {
+	if o.OSL < 2 {
+		// One output token has no second one to time: a prompt-only query.
+		rows = append(rows, []string{"tpot", "none (osl 1: every request ends at its first token)"})
+	} else {
+		rows = append(rows,
+			[]string{"tpot", fmt.Sprintf("%.2f ms (p99 %.2f)", o.TPOTms, o.TPOTP99ms)})
+	}
+	switch {
+	case o.OSL < 2 && o.TTFTInterval != nil:
+		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms (where measured %s runs landed, held out)",
+			o.TTFTInterval[0], o.TTFTInterval[1], o.IntervalKind)})
+	case o.TTFTInterval != nil && o.TPOTInterval != nil:
 		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms, tpot %.2f-%.2f ms (where measured %s runs landed, held out)",
 			o.TTFTInterval[0], o.TTFTInterval[1], o.TPOTInterval[0], o.TPOTInterval[1], o.IntervalKind)})
 	}
+	perUser := fmt.Sprintf(", %.1f per user", o.OutputTokensPerSPerUser)
+	if o.OSL < 2 {
+		perUser = "" // a user's decode speed: there is no decoding
+	}
 	rows = append(rows,
-		[]string{"output tokens/s", fmt.Sprintf("%.0f (%.0f per GPU, %.1f per user)", o.OutputTokensPerS, o.OutputTokensPerSPerGPU, o.OutputTokensPerSPerUser)},
+		[]string{"output tokens/s", fmt.Sprintf("%.0f (%.0f per GPU%s)", o.OutputTokensPerS, o.OutputTokensPerSPerGPU, perUser)},
 		[]string{"requests/s", fmt.Sprintf("%.2f", o.RequestsPerS)},
 		[]string{"gpus", fmt.Sprint(o.GPUs)},
 	)
