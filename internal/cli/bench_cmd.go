@@ -169,6 +169,11 @@ func writeBenchText(g *globals, s *bench.Summary) error {
 	}
 	fmt.Fprintf(w, "throughput      %.2f req/s, %.0f output tokens/s\n", s.RequestsPerSec, s.OutputTokensPerSec)
 	row := func(name string, p bench.Percentiles) {
+		if s.Succeeded == 0 {
+			// Zeros would read as a fast server; nothing was measured.
+			fmt.Fprintf(w, "%-15s none: no request completed\n", name)
+			return
+		}
 		fmt.Fprintf(w, "%-15s mean %8.1f  p50 %8.1f  p90 %8.1f  p99 %8.1f  max %8.1f ms\n", name, p.Mean, p.P50, p.P90, p.P99, p.Max)
 	}
 	row("TTFT", s.TTFT)

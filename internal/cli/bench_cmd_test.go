@@ -18,10 +18,13 @@ func TestBenchFailsWhenEveryRequestFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "every request failed (4 of 4)") {
 		t.Errorf("err %v", err)
 	}
-	for _, want := range []string{"4 failed", "HTTP 503", "no SLO given"} {
+	for _, want := range []string{"4 failed", "HTTP 503", "no SLO given", "TTFT            none: no request completed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "mean      0.0") {
+		t.Errorf("latencies of zero for a run with no completed request:\n%s", out)
 	}
 	_, _, err = run(t, "bench", "--url", ts.URL, "--model", "m", "--rate", "1", "--slo-ttft", "NaN")
 	if err == nil || !strings.Contains(err.Error(), "--slo-ttft: NaN ms") {
