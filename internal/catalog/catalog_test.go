@@ -143,6 +143,7 @@ func TestModelParameterCounts(t *testing.T) {
 		// Common checkpoints of the measurement campaigns; published totals.
 		{"Qwen/Qwen3-14B", 14.8, 14.8, 163840},
 		{"Qwen/Qwen2.5-72B-Instruct", 72.7, 72.7, 327680},
+		{"Qwen/Qwen2.5-32B-Instruct", 32.76, 32.76, 262144},
 		{"meta-llama/Llama-3.1-405B-Instruct-FP8", 405, 405, 516096},
 		{"mistralai/Mixtral-8x22B-Instruct-v0.1", 141, 39, 229376},
 		{"openai/gpt-oss-20b", 20.9, 4.2, 24576}, // 3.6B active without the 0.6B embedding table; 12 of 24 layers slide
@@ -447,6 +448,15 @@ func TestRepublishedCheckpoints(t *testing.T) {
 		m, p, ok := c.QuantizedCheckpoint(name)
 		if !ok || m != want || p == "" {
 			t.Errorf("%s: checkpoint of %q at %q (%v), want %s", name, m, p, ok, want)
+		}
+	}
+	// Distilled checkpoints that keep their base model's architecture.
+	for name, want := range map[string]string{
+		"deepseek-ai/DeepSeek-R1-Distill-Llama-70B": "meta-llama/Llama-3.3-70B-Instruct",
+		"deepseek-ai/DeepSeek-R1-Distill-Llama-8B":  "meta-llama/Llama-3.1-8B",
+	} {
+		if m, err := c.Model(name); err != nil || m.Name != want {
+			t.Errorf("%s: %v, %v, want %s", name, m, err, want)
 		}
 	}
 	if m, err := c.Model("someone/Qwen3-8B"); err != nil || m.Name != "Qwen/Qwen3-8B" {
