@@ -106,6 +106,13 @@ the device (NVML discovery).
 			default:
 				return fmt.Errorf("--discovery: %q, want nvml or profile", discovery)
 			}
+			// The kubelet is told these paths and runs elsewhere: a relative
+			// one would name another directory for it.
+			for _, d := range []struct{ flag, dir string }{{"--plugin-dir", pluginDir}, {"--registrar-dir", registrarDir}, {"--cdi-dir", cdiDir}} {
+				if d.dir != "" && !filepath.IsAbs(d.dir) {
+					return fmt.Errorf("%s: %q is relative; give an absolute host path, e.g. /var/lib/kubelet/plugins/gpu.gpuplane.io", d.flag, d.dir)
+				}
+			}
 			if healthzAddr != "" {
 				if err := listenaddr.Check("--healthz-addr", healthzAddr, ":51515"); err != nil {
 					return err

@@ -23,6 +23,8 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=hgx-h100", "--mig-layout=9g.99gb"}, `"9g.99gb" is not a MIG profile`},
 		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=hgx-h100", "--healthz-addr=nope"}, `--healthz-addr: "nope"`},
 		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=hgx-h100", "--healthz-addr=:99999"}, `--healthz-addr: ":99999": port "99999", want 0 to 65535`},
+		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=hgx-h100", "--cdi-dir=var/run/cdi"}, `--cdi-dir: "var/run/cdi" is relative`},
+		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=hgx-h100", "--plugin-dir=plugins"}, `--plugin-dir: "plugins" is relative`},
 		{[]string{"run", "--node-name=n", "--kubeconfig=/nonexistent", "--discovery=profile", "--profile=hgx-h100"}, "kubeconfig"},
 	} {
 		var stderr strings.Builder
