@@ -108,9 +108,13 @@ the device (NVML discovery).
 			}
 			// The kubelet is told these paths and runs elsewhere: a relative
 			// one would name another directory for it.
-			for _, d := range []struct{ flag, dir string }{{"--plugin-dir", pluginDir}, {"--registrar-dir", registrarDir}, {"--cdi-dir", cdiDir}} {
+			for _, d := range []struct{ flag, dir, example string }{
+				{"--plugin-dir", pluginDir, plugin.DefaultPluginDir},
+				{"--registrar-dir", registrarDir, "/var/lib/kubelet/plugins_registry"},
+				{"--cdi-dir", cdiDir, "/var/run/cdi"},
+			} {
 				if d.dir != "" && !filepath.IsAbs(d.dir) {
-					return fmt.Errorf("%s: %q is relative; give an absolute host path, e.g. /var/lib/kubelet/plugins/gpu.gpuplane.io", d.flag, d.dir)
+					return fmt.Errorf("%s: %q is relative; give an absolute host path, e.g. %s", d.flag, d.dir, d.example)
 				}
 			}
 			if healthzAddr != "" {
