@@ -334,4 +334,18 @@ func TestEstimatePromptOnly(t *testing.T) {
 	if !strings.Contains(out, "ttft") {
 		t.Errorf("no ttft:\n%s", out)
 	}
+	js, _, err := run(t, "estimate", "--model", "Qwen/Qwen3-8B", "--isl", "1000", "--osl", "1", "--concurrency", "4", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["tpot_ms_interval"]; ok {
+		t.Errorf("a prompt-only query has a TPOT interval: %v", m["tpot_ms_interval"])
+	}
+	if _, ok := m["ttft_ms_interval"]; !ok {
+		t.Error("a prompt-only query lost its TTFT interval")
+	}
 }

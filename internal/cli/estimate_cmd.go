@@ -87,7 +87,7 @@ func (t estimateTable) Rows() [][]string {
 			[]string{"tpot", fmt.Sprintf("%.2f ms (p99 %.2f)", o.TPOTms, o.TPOTP99ms)})
 	}
 	switch {
-	case o.OSL < 2 && o.TTFTInterval != nil:
+	case o.TPOTInterval == nil && o.TTFTInterval != nil:
 		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms (where measured %s runs landed, held out)",
 			o.TTFTInterval[0], o.TTFTInterval[1], o.IntervalKind)})
 	case o.TTFTInterval != nil && o.TPOTInterval != nil:

@@ -229,6 +229,9 @@ func (o *Output) withIntervals(p *perf.Params, b perf.Backend, moe bool, mode st
 	}
 	ttft, tpot := k.TTFT.Interval(o.TTFTms), k.TPOT.Interval(o.TPOTms)
 	o.TTFTInterval, o.TPOTInterval, o.IntervalKind = &ttft, &tpot, key
+	if o.OSL < 2 {
+		o.TPOTInterval = nil // one output token: there is no TPOT to bound
+	}
 }
 
 // BaseConfig resolves the query's model, device, backend, precisions and
