@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -159,4 +161,20 @@ func summarize(recs []Record, gaps *gapSample, d time.Duration, o Options) *Summ
 		s.Attainment = float64(met) / float64(len(recs))
 	}
 	return s
+}
+
+// SLOText states the SLO the run was judged by; without one, every
+// request that completed counts.
+func (s *Summary) SLOText() string {
+	var parts []string
+	if s.SLOTTFTms > 0 {
+		parts = append(parts, fmt.Sprintf("TTFT <= %.0f ms", s.SLOTTFTms))
+	}
+	if s.SLOITLms > 0 {
+		parts = append(parts, fmt.Sprintf("TPOT <= %.0f ms", s.SLOITLms))
+	}
+	if len(parts) == 0 {
+		return "no SLO given (--slo-ttft, --slo-itl): every completed request counts"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -180,22 +179,6 @@ func writeBenchText(g *globals, s *bench.Summary) error {
 	row("ITL", s.ITL)
 	row("TPOT", s.TPOT)
 	row("end to end", s.E2E)
-	fmt.Fprintf(w, "SLO attainment  %.1f%% (%s), goodput %.2f req/s\n", 100*s.Attainment, sloText(s.SLOTTFTms, s.SLOITLms), s.Goodput)
+	fmt.Fprintf(w, "SLO attainment  %.1f%% (%s), goodput %.2f req/s\n", 100*s.Attainment, s.SLOText(), s.Goodput)
 	return nil
-}
-
-// sloText states the SLO a run was judged by; without one, every request
-// that completed counts.
-func sloText(ttftMs, itlMs float64) string {
-	var parts []string
-	if ttftMs > 0 {
-		parts = append(parts, fmt.Sprintf("TTFT <= %.0f ms", ttftMs))
-	}
-	if itlMs > 0 {
-		parts = append(parts, fmt.Sprintf("TPOT <= %.0f ms", itlMs))
-	}
-	if len(parts) == 0 {
-		return "no SLO given (--slo-ttft, --slo-itl): every completed request counts"
-	}
-	return strings.Join(parts, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuplane/gpuplane/internal/bench"
 	"github.com/gpuplane/gpuplane/internal/configure"
 )
 
@@ -56,5 +57,35 @@ func TestParetoLegendAndTicks(t *testing.T) {
 		if strings.Contains(svg, odd) {
 			t.Errorf("Pareto plot has an odd tick %s", odd)
 		}
+	}
+}
+
+// A bench page of a run that completed nothing says so instead of zero
+// latencies, and a run without an SLO says it had none.
+func TestBenchPageWithNothingCompleted(t *testing.T) {
+	var b strings.Builder
+	s := &bench.Summary{URL: "http://127.0.0.1:1", Model: "m", Load: "poisson", Duration: 2, Requests: 6, Failed: 6}
+	if err := WriteBench(&b, "gpuplane bench", s); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"none completed", "no SLO given"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"0 / 0 / 0", "SLO TTFT 0 ms"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page shows %q", bad)
+		}
+	}
+	b.Reset()
+	s = &bench.Summary{URL: "u", Model: "m", Load: "poisson", Requests: 1, Succeeded: 1, SLOTTFTms: 500,
+		TTFT: bench.Percentiles{P50: 120, P90: 130, P99: 140}}
+	if err := WriteBench(&b, "t", s); err != nil {
+		t.Fatal(err)
+	}
+	if page := b.String(); !strings.Contains(page, "120 / 130 / 140") || !strings.Contains(page, "SLO: TTFT &lt;= 500 ms") {
+		t.Errorf("a completed run's page lacks its TTFT or SLO")
 	}
 }
