@@ -43,6 +43,9 @@ between half of max_tokens and max_tokens, the same for the same prompt.
 			if err := checkServeFlags(port, maxInFlight); err != nil {
 				return err
 			}
+			if grace < 0 {
+				return fmt.Errorf("--shutdown-grace: %v must be >= 0 (0: stop at once, dropping requests in flight)", grace)
+			}
 			// perf names estimate's flags; these are vLLM's spellings.
 			if q.MaxSeqs < 0 {
 				return fmt.Errorf("--max-num-seqs: %d must be >= 1 (0: the backend's default)", q.MaxSeqs)

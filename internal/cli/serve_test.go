@@ -103,6 +103,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"emulate", "--max-model-len", "-5"}, "max-model-len -5"},
 		{[]string{"emulate", "--max-num-seqs", "-1"}, "--max-num-seqs: -1 must be >= 1"},
 		{[]string{"emulate", "--max-num-batched-tokens", "-1"}, "--max-num-batched-tokens: -1 must be >= 1"},
+		{[]string{"emulate", "--shutdown-grace", "-1s"}, "--shutdown-grace: -1s must be >= 0"},
 		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--port", "65536"}, "--port: 65536"},
 		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--worker-port", "0"}, "--worker-port: 0"},
 		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "--max-concurrent-requests", "-1"}, "--max-concurrent-requests: -1"},
