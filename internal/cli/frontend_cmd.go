@@ -43,6 +43,15 @@ gpuplane_frontend_* request metrics: requests, TTFT, inter-token latency, durati
 			if err := oneWorkerSource(aggURLs, prefill, decode, sel, prefillSel, decodeSel); err != nil {
 				return err
 			}
+			// The pods' namespace, port and cluster mean nothing to a static
+			// list: refuse them rather than ignore them.
+			if sel == "" && prefillSel == "" && decodeSel == "" {
+				for _, name := range []string{"namespace", "worker-port", "kubeconfig"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("--%s applies to worker pods found by --selector (or --prefill-selector and --decode-selector); static --workers are reached at their URLs", name)
+					}
+				}
+			}
 			f := &frontend.Frontend{}
 			pods := func(s string) (frontend.Discovery, error) {
 				c, err := kubeclient.Clientset(kubeconfig)

@@ -111,6 +111,9 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"frontend", "--prefill-workers", "http://127.0.0.1:2"}, "--prefill-workers and --decode-workers: give both"},
 		{[]string{"frontend", "--prefill-selector", "role=prefill"}, "--prefill-selector and --decode-selector: give both"},
 		{[]string{"frontend", "--selector", "a=("}, `--selector: "a=(":`},
+		{[]string{"frontend", "--workers", "http://127.0.0.1:1", "-n", "serving"}, "--namespace applies to worker pods found by --selector"},
+		{[]string{"frontend", "--prefill-workers", "http://127.0.0.1:1", "--decode-workers", "http://127.0.0.1:2", "--worker-port", "9000"}, "--worker-port applies to worker pods"},
+		{[]string{"frontend", "--workers", "http://127.0.0.1:1,http://127.0.0.1:1/"}, `--workers: "http://127.0.0.1:1/" is listed twice`},
 	} {
 		if _, _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)

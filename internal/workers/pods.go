@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,12 +77,19 @@ func ready(p *corev1.Pod) bool {
 }
 
 // ParseStatic checks a list of base URLs: each needs an http or https
-// scheme and a host; flag names the option for the error.
+// scheme and a host, and is listed once (a second entry would silently
+// double that worker's share); flag names the option for the error.
 func ParseStatic(flag string, urls []string) (Static, error) {
+	seen := make(map[string]bool, len(urls))
 	for _, u := range urls {
 		if !IsHTTPURL(u) {
 			return nil, fmt.Errorf("%s: %q is not a base URL; write it with its scheme, e.g. http://127.0.0.1:8000", flag, u)
 		}
+		k := strings.TrimRight(u, "/")
+		if seen[k] {
+			return nil, fmt.Errorf("%s: %q is listed twice; list each worker once", flag, u)
+		}
+		seen[k] = true
 	}
 	return Static(urls), nil
 }

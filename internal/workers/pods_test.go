@@ -2,6 +2,7 @@ package workers
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,26 @@ func TestURLs(t *testing.T) {
 	} {
 		if got := URLs(tc.pods, 8000); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestParseStatic(t *testing.T) {
+	for _, tc := range []struct {
+		urls []string
+		want string // "" is accepted
+	}{
+		{[]string{"http://a:8000", "https://b:8000/"}, ""},
+		{[]string{"a:8000"}, `--w: "a:8000" is not a base URL`},
+		{[]string{"http://a:8000", "http://a:8000/"}, `--w: "http://a:8000/" is listed twice`},
+		{[]string{"http://a:8000", "http://b:8000", "http://a:8000"}, `"http://a:8000" is listed twice`},
+	} {
+		_, err := ParseStatic("--w", tc.urls)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.urls, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want %q", tc.urls, err, tc.want)
 		}
 	}
 }
