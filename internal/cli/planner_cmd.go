@@ -65,9 +65,26 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			}
 			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 			r := &plannerlive.Runner{Planner: p, Metrics: src, DryRun: dryRun || cfg.DryRun, Log: logr.FromSlogHandler(log.Handler())}
+			for _, f := range []struct {
+				name string
+				n    int
+			}{{"prefill-replicas", startPrefill}, {"decode-replicas", startDecode}} {
+				if !cmd.Flags().Changed(f.name) {
+					continue
+				}
+				if !r.DryRun {
+					return fmt.Errorf("--%s: applies to a dry run without a cluster (--dry-run); a live run reads the replicas from the targets", f.name)
+				}
+				if f.n < 1 || f.n > 1024 {
+					return fmt.Errorf("--%s: %d, want 1 to 1024 replicas to start from", f.name, f.n)
+				}
+			}
 			rc, err := kubeclient.Config(kubeconfig)
 			switch {
 			case err == nil:
+				if r.DryRun && (cmd.Flags().Changed("prefill-replicas") || cmd.Flags().Changed("decode-replicas")) {
+					log.Warn("a cluster is reachable: the dry run starts from the targets' replicas, not --prefill-replicas/--decode-replicas")
+				}
 				dyn, err := dynamic.NewForConfig(rc)
 				if err != nil {
 					return fmt.Errorf("kubernetes client: %w", err)

@@ -42,6 +42,20 @@ listen: "127.0.0.1:0"
 	if _, _, err := run(t, "planner", "run", "--config", cfg, "--once"); err == nil || !strings.Contains(err.Error(), "--dry-run") {
 		t.Errorf("a real run without a cluster: got %v, want an error pointing at --dry-run", err)
 	}
+	// The starting replicas were raised to 1 or ignored; now they are refused by flag.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dry-run", "--prefill-replicas", "-1"}, "--prefill-replicas: -1, want 1 to 1024"},
+		{[]string{"--dry-run", "--decode-replicas", "0"}, "--decode-replicas: 0, want 1 to 1024"},
+		{[]string{"--prefill-replicas", "3"}, "--prefill-replicas: applies to a dry run without a cluster"},
+	} {
+		args := append([]string{"planner", "run", "--config", cfg, "--once"}, tc.args...)
+		if _, _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
 }
 
 // Overload is refused at once with 429, in OpenAI's error shape.
