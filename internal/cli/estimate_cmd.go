@@ -79,8 +79,10 @@ func (t estimateTable) Rows() [][]string {
 	if o.DecodeWaitMs > 0 {
 		rows = append(rows, []string{"decode wait", fmt.Sprintf("%.1f ms of the ttft from the kv hand-off to a decode engine taking the request (the step in progress; a slot, past max concurrency %d)", o.DecodeWaitMs, o.MaxConcurrency)})
 	}
-	if o.OSL < 2 {
-		// One output token has no second one to time: a prompt-only query.
+	// One output token has no second one to time: a prompt-only query has
+	// no TPOT and no decode speed.
+	promptOnly := o.OSL < 2
+	if promptOnly {
 		rows = append(rows, []string{"tpot", "none (osl 1: every request ends at its first token)"})
 	} else {
 		rows = append(rows,
@@ -95,8 +97,8 @@ func (t estimateTable) Rows() [][]string {
 			o.TTFTInterval[0], o.TTFTInterval[1], o.TPOTInterval[0], o.TPOTInterval[1], o.IntervalKind)})
 	}
 	perUser := fmt.Sprintf(", %.1f per user", o.OutputTokensPerSPerUser)
-	if o.OSL < 2 {
-		perUser = "" // a user's decode speed: there is no decoding
+	if promptOnly {
+		perUser = ""
 	}
 	rows = append(rows,
 		[]string{"output tokens/s", fmt.Sprintf("%.0f (%.0f per GPU%s)", o.OutputTokensPerS, o.OutputTokensPerSPerGPU, perUser)},

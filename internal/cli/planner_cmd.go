@@ -65,6 +65,7 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			}
 			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 			r := &plannerlive.Runner{Planner: p, Metrics: src, DryRun: dryRun || cfg.DryRun, Log: logr.FromSlogHandler(log.Handler())}
+			startGiven := false
 			for _, f := range []struct {
 				name string
 				n    int
@@ -72,6 +73,7 @@ it only reports. Missing or stale metrics: it holds the last decision.
 				if !cmd.Flags().Changed(f.name) {
 					continue
 				}
+				startGiven = true
 				if !r.DryRun {
 					return fmt.Errorf("--%s: applies to a dry run without a cluster (--dry-run); a live run reads the replicas from the targets", f.name)
 				}
@@ -82,7 +84,7 @@ it only reports. Missing or stale metrics: it holds the last decision.
 			rc, err := kubeclient.Config(kubeconfig)
 			switch {
 			case err == nil:
-				if r.DryRun && (cmd.Flags().Changed("prefill-replicas") || cmd.Flags().Changed("decode-replicas")) {
+				if startGiven {
 					log.Warn("a cluster is reachable: the dry run starts from the targets' replicas, not --prefill-replicas/--decode-replicas")
 				}
 				dyn, err := dynamic.NewForConfig(rc)

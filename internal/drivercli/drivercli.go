@@ -81,19 +81,19 @@ the device (NVML discovery).
 			if healthEvents != "" && discovery != "profile" {
 				return fmt.Errorf("--health-events: %q is for --discovery profile; NVML reports the GPUs' health itself", healthEvents)
 			}
-			// NVML reads the node's GPUs and their MIG instances as they
-			// are; a profile or layout given beside it would be ignored.
-			if discovery == "nvml" && profile != "" {
-				return fmt.Errorf("--profile: %q is for --discovery profile; NVML discovers the node's GPUs (drop --profile, or add --discovery profile)", profile)
-			}
-			if discovery == "nvml" && len(migLayout) > 0 {
-				return fmt.Errorf("--mig-layout: %q is for --discovery profile; with NVML the GPUs' MIG instances are what the node has", strings.Join(migLayout, ","))
-			}
 			// What this node publishes is checked before the cluster is asked
 			// anything: a bad profile or layout is the flags' fault.
 			var inv *inventory.Node
 			switch discovery {
 			case "nvml":
+				// NVML reads the node's GPUs and their MIG instances as they
+				// are; a profile or layout given beside it would be ignored.
+				if profile != "" {
+					return fmt.Errorf("--profile: %q is for --discovery profile; NVML discovers the node's GPUs (drop --profile, or add --discovery profile)", profile)
+				}
+				if len(migLayout) > 0 {
+					return fmt.Errorf("--mig-layout: %q is for --discovery profile; with NVML the GPUs' MIG instances are what the node has", strings.Join(migLayout, ","))
+				}
 			case "profile":
 				c := catalog.MustDefault()
 				p, err := profiles.Lookup(c, profile)
@@ -110,8 +110,8 @@ the device (NVML discovery).
 			// one would name another directory for it.
 			for _, d := range []struct{ flag, dir, example string }{
 				{"--plugin-dir", pluginDir, plugin.DefaultPluginDir},
-				{"--registrar-dir", registrarDir, "/var/lib/kubelet/plugins_registry"},
-				{"--cdi-dir", cdiDir, "/var/run/cdi"},
+				{"--registrar-dir", registrarDir, plugin.DefaultRegistrarDir},
+				{"--cdi-dir", cdiDir, plugin.DefaultCDIDir},
 			} {
 				if d.dir != "" && !filepath.IsAbs(d.dir) {
 					return fmt.Errorf("%s: %q is relative; give an absolute host path, e.g. %s", d.flag, d.dir, d.example)

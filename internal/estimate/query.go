@@ -227,10 +227,11 @@ func (o *Output) withIntervals(p *perf.Params, b perf.Backend, moe bool, mode st
 	if k == nil {
 		return
 	}
-	ttft, tpot := k.TTFT.Interval(o.TTFTms), k.TPOT.Interval(o.TPOTms)
-	o.TTFTInterval, o.TPOTInterval, o.IntervalKind = &ttft, &tpot, key
-	if o.OSL < 2 {
-		o.TPOTInterval = nil // one output token: there is no TPOT to bound
+	ttft := k.TTFT.Interval(o.TTFTms)
+	o.TTFTInterval, o.IntervalKind = &ttft, key
+	if o.OSL >= 2 { // one output token has no TPOT to bound
+		tpot := k.TPOT.Interval(o.TPOTms)
+		o.TPOTInterval = &tpot
 	}
 }
 

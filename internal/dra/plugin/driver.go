@@ -30,6 +30,13 @@ const DriverName = "gpu.gpuplane.io"
 // unless told otherwise.
 var DefaultPluginDir = filepath.Join(kubeletplugin.KubeletPluginsDir, DriverName)
 
+// DefaultRegistrarDir and DefaultCDIDir are where the kubelet looks for
+// registration sockets and the container runtime for CDI specs.
+const (
+	DefaultRegistrarDir = kubeletplugin.KubeletRegistryDir
+	DefaultCDIDir       = kubeletplugin.DefaultCDIDir
+)
+
 // Discoverer reads the node's GPUs (NVML on a GPU node, a profile on a fake one).
 type Discoverer interface {
 	Discover() (*inventory.Node, error)
@@ -108,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		cfg.PluginDir = DefaultPluginDir
 	}
 	if cfg.CDIDir == "" {
-		cfg.CDIDir = kubeletplugin.DefaultCDIDir
+		cfg.CDIDir = DefaultCDIDir
 	}
 	for _, d := range []string{cfg.PluginDir, cfg.CDIDir} {
 		if err := os.MkdirAll(d, 0o750); err != nil {
