@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 t="${1:-5s}"
 targets=(
   "./internal/strict FuzzUnmarshal"
+  "./internal/strict FuzzWholeNumbers"
   "./internal/catalog FuzzCatalogFile"
   "./internal/catalog FuzzHFConfig"
   "./internal/perf FuzzParseParams"

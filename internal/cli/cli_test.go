@@ -349,3 +349,33 @@ func TestEstimatePromptOnly(t *testing.T) {
 		t.Error("a prompt-only query lost its TTFT interval")
 	}
 }
+
+// Counts written as floats (4.0, 1e3), as pandas or jq write them, are
+// read as the whole numbers they are; a fraction, or a bare NaN as
+// Python's json writes one, is refused by its key.
+func TestBatchReadsWholeFloats(t *testing.T) {
+	lines := []string{`{"model":"Qwen/Qwen3-8B","isl":1000,"osl":64,"concurrency":4,"tp":1}`,
+		`{"model":"Qwen/Qwen3-8B","isl":1000.0,"osl":6.4e1,"concurrency":4.0,"tp":1.0}`,
+		`{"model":"Qwen/Qwen3-8B","isl":1000.5,"osl":64,"concurrency":4}`,
+		`{"model":"Qwen/Qwen3-8B","isl":1000,"osl":64,"concurrency":NaN}`}
+	f := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "estimate", "-f", f, "-o", "jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	if len(got) != 4 {
+		t.Fatalf("%d results, want 4:\n%s", len(got), out)
+	}
+	if got[0] != got[1] || !strings.Contains(got[0], `"fits":true`) {
+		t.Errorf("whole floats read differently from integers:\n%s\n%s", got[0], got[1])
+	}
+	for i, w := range map[int]string{2: "isl: 1000.5 where a whole number is expected", 3: "concurrency: NaN is not a JSON number"} {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("line %d: want %q in %s", i+1, w, got[i])
+		}
+	}
+}

@@ -392,9 +392,12 @@ func answerLine(env estimate.Env, base estimate.Query, ownPrecision bool, line [
 	if t := bytes.TrimSpace(line); t[0] != '{' {
 		return lineResult{err: fmt.Errorf("line %d: %.20q is not a JSON object; want one query object a line", n, t)}
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
+	dec := json.NewDecoder(bytes.NewReader(strict.WholeNumbers(line)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&q); err != nil {
+		if nan := strict.NonJSONNumber(line); nan != nil {
+			err = nan
+		}
 		return lineResult{err: fmt.Errorf("line %d: %w (keys are estimate's flag names with _ for -)", n, strict.NameTypeError(err))}
 	}
 	if dec.More() {

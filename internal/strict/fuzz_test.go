@@ -1,6 +1,11 @@
 package strict
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+)
 
 type fuzzDoc struct {
 	Name  string            `json:"name"`
@@ -17,5 +22,30 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var d fuzzDoc
 		_ = Unmarshal(b, &d)
+	})
+}
+
+// FuzzWholeNumbers: the rewrite never panics, and where it changes an
+// object every value reads as the same JSON value as before.
+func FuzzWholeNumbers(f *testing.F) {
+	for _, s := range []string{`{"isl":1000.0,"tp":4}`, `{"a":1e3,"b":-0.0,"c":1.5}`, `{"x":9007199254740993.0}`, `{"n":NaN}`, `[1.0]`, `{"a":{"b":2.0}}`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out := WholeNumbers(b)
+		_ = NonJSONNumber(b)
+		if bytes.Equal(out, b) {
+			return
+		}
+		var before, after map[string]any
+		if err := json.Unmarshal(b, &before); err != nil {
+			t.Fatalf("rewrote %q, which is not a JSON object: %v", b, err)
+		}
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("rewrite of %q is not JSON: %q: %v", b, out, err)
+		}
+		if !reflect.DeepEqual(before, after) {
+			t.Fatalf("rewrite changed values: %q -> %q", b, out)
+		}
 	})
 }
