@@ -298,15 +298,7 @@ func TestSimulateScenarioErrors(t *testing.T) {
 func TestBatchRefusesNonsenseLines(t *testing.T) {
 	lines := []string{`{"model":"Qwen/Qwen3-8B","concurrency":100000000}`, `null`, `{"workers":-1}`, `{"isl":4000} trailing`,
 		`{"gpu_memory_utilization":1.5}`, `{"osl":0}`, `{"model":"Qwen/Qwen3-8B","concurrency":4}`}
-	f := filepath.Join(t.TempDir(), "q.jsonl")
-	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := run(t, "estimate", "-f", f, "-o", "jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Split(strings.TrimSpace(out), "\n")
+	got := estimateLines(t, lines)
 	want := []string{"concurrency: 100000000 must be 1 to 100000", "is not a JSON object", "workers: -1", "text after the query",
 		"gpu_memory_utilization: 1.5", "osl: 0", `"fits":true`}
 	for i, w := range want {
@@ -358,17 +350,9 @@ func TestBatchReadsWholeFloats(t *testing.T) {
 		`{"model":"Qwen/Qwen3-8B","isl":1000.0,"osl":6.4e1,"concurrency":4.0,"tp":1.0}`,
 		`{"model":"Qwen/Qwen3-8B","isl":1000.5,"osl":64,"concurrency":4}`,
 		`{"model":"Qwen/Qwen3-8B","isl":1000,"osl":64,"concurrency":NaN}`}
-	f := filepath.Join(t.TempDir(), "q.jsonl")
-	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := run(t, "estimate", "-f", f, "-o", "jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Split(strings.TrimSpace(out), "\n")
+	got := estimateLines(t, lines)
 	if len(got) != 4 {
-		t.Fatalf("%d results, want 4:\n%s", len(got), out)
+		t.Fatalf("%d results, want 4:\n%s", len(got), strings.Join(got, "\n"))
 	}
 	if got[0] != got[1] || !strings.Contains(got[0], `"fits":true`) {
 		t.Errorf("whole floats read differently from integers:\n%s\n%s", got[0], got[1])
@@ -378,4 +362,18 @@ func TestBatchReadsWholeFloats(t *testing.T) {
 			t.Errorf("line %d: want %q in %s", i+1, w, got[i])
 		}
 	}
+}
+
+// estimateLines runs `estimate -f` over lines and returns its JSON lines.
+func estimateLines(t *testing.T, lines []string) []string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "q.jsonl")
+	if err := os.WriteFile(f, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "estimate", "-f", f, "-o", "jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(out), "\n")
 }
