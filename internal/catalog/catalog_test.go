@@ -286,6 +286,7 @@ func TestPrecisions(t *testing.T) {
 	}{
 		{"bf16", BF16, 2}, {"awq", W4A16, 0.516}, {"GPTQ", W4A16, 0.516}, {"w4a16", W4A16, 0.516},
 		{"w8a8", INT8, 1}, {"int8", INT8, 1}, {"nvfp4", FP4, 0.5625}, {"fp8", FP8, 1},
+		{"int4_wo", W4A16, 0.516}, // the kernel tables' and calibration rows' name for int4 weight-only
 	} {
 		got, err := ParsePrecision(tc.in)
 		if err != nil || got != tc.want {

@@ -25,7 +25,8 @@ const (
 var Precisions = []Precision{BF16, INT8, FP8, W4A16, FP4}
 
 // ParsePrecision accepts the common spellings used by serving engines and
-// quantised checkpoints (fp16, float16, nvfp4, mxfp4, fp8_block, ...).
+// quantised checkpoints (fp16, float16, nvfp4, mxfp4, fp8_block, ...) and
+// the quant-mode names of the measured data (int4_wo).
 func ParsePrecision(s string) (Precision, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "bf16", "bfloat16", "fp16", "float16", "half", "auto":
@@ -36,7 +37,7 @@ func ParsePrecision(s string) (Precision, error) {
 		return FP4, nil
 	case "int8", "w8a8", "int8_w8a8", "smoothquant":
 		return INT8, nil
-	case "w4a16", "awq", "gptq", "awq_marlin", "gptq_marlin", "int4", "int4_awq":
+	case "w4a16", "awq", "gptq", "awq_marlin", "gptq_marlin", "int4", "int4_awq", "int4_wo":
 		return W4A16, nil
 	}
 	return "", fmt.Errorf("unknown precision %q: use one of bf16, fp8, int8, w4a16 (AWQ/GPTQ), fp4", s)
