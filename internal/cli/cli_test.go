@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -376,4 +377,58 @@ func estimateLines(t *testing.T, lines []string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(out), "\n")
+}
+
+// An estimate outside its own interval is explained, not left to read as
+// a contradiction.
+func TestOutsideInterval(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		iv   *[2]float64
+		want string
+	}{
+		{10, &[2]float64{8, 12}, ""},
+		{8, &[2]float64{8, 12}, ""},
+		{7.9, &[2]float64{8, 12}, "tpot estimate is below it: held-out runs of this kind measured slower"},
+		{12.5, &[2]float64{8, 12}, "tpot estimate is above it: held-out runs of this kind measured faster"},
+		{10, nil, ""},
+	} {
+		got := outsideInterval("tpot", tc.v, tc.iv)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("outsideInterval(%g, %v) = %q, want %q", tc.v, tc.iv, got, tc.want)
+		}
+	}
+	out, _, err := run(t, "estimate", "--model", "Qwen/Qwen3-8B", "--concurrency", "4", "--isl", "500", "--osl", "50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "80% interval") {
+			row = l
+		}
+	}
+	if row == "" {
+		t.Fatalf("no interval row:\n%s", out)
+	}
+	// The row agrees with the numbers it prints: an estimate outside is named.
+	var ttft, tpot, tl, th, pl, ph float64
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "ttft ") {
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "ttft")), "%f", &ttft)
+		}
+		if strings.HasPrefix(l, "tpot ") {
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "tpot")), "%f", &tpot)
+		}
+	}
+	fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(row, "80% interval")), "ttft %f-%f ms, tpot %f-%f ms", &tl, &th, &pl, &ph)
+	if th == 0 || ph == 0 || ttft == 0 || tpot == 0 {
+		t.Fatalf("could not read the estimate and its interval:\n%s", out)
+	}
+	if below := tpot < pl; below != strings.Contains(row, "tpot estimate is below it") {
+		t.Errorf("tpot %.2f against %.2f-%.2f: row %q", tpot, pl, ph, row)
+	}
+	if above := ttft > th; above != strings.Contains(row, "ttft estimate is above it") {
+		t.Errorf("ttft %.1f against %.0f-%.0f: row %q", ttft, tl, th, row)
+	}
 }

@@ -90,11 +90,12 @@ func (t estimateTable) Rows() [][]string {
 	}
 	switch {
 	case o.TPOTInterval == nil && o.TTFTInterval != nil:
-		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms (where measured %s runs landed, held out)",
-			o.TTFTInterval[0], o.TTFTInterval[1], o.IntervalKind)})
+		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms (where measured %s runs landed, held out)%s",
+			o.TTFTInterval[0], o.TTFTInterval[1], o.IntervalKind, outsideInterval("ttft", o.TTFTms, o.TTFTInterval))})
 	case o.TTFTInterval != nil && o.TPOTInterval != nil:
-		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms, tpot %.2f-%.2f ms (where measured %s runs landed, held out)",
-			o.TTFTInterval[0], o.TTFTInterval[1], o.TPOTInterval[0], o.TPOTInterval[1], o.IntervalKind)})
+		rows = append(rows, []string{"80% interval", fmt.Sprintf("ttft %.0f-%.0f ms, tpot %.2f-%.2f ms (where measured %s runs landed, held out)%s%s",
+			o.TTFTInterval[0], o.TTFTInterval[1], o.TPOTInterval[0], o.TPOTInterval[1], o.IntervalKind,
+			outsideInterval("ttft", o.TTFTms, o.TTFTInterval), outsideInterval("tpot", o.TPOTms, o.TPOTInterval))})
 	}
 	perUser := fmt.Sprintf(", %.1f per user", o.OutputTokensPerSPerUser)
 	if promptOnly {
@@ -460,4 +461,19 @@ func progress(w io.Writer, label string, total int, done *atomic.Int64) func() {
 		}
 	}()
 	return func() { close(quit); <-finished }
+}
+
+// outsideInterval says so when an estimate lies outside its own interval,
+// which reads as a contradiction otherwise: the interval is where held-out
+// runs of its kind measured, and they came out mostly on one side.
+func outsideInterval(name string, v float64, iv *[2]float64) string {
+	switch {
+	case iv == nil:
+		return ""
+	case v < iv[0]:
+		return fmt.Sprintf("; the %s estimate is below it: held-out runs of this kind measured slower than predicted more than 90%% of the time", name)
+	case v > iv[1]:
+		return fmt.Sprintf("; the %s estimate is above it: held-out runs of this kind measured faster than predicted more than 90%% of the time", name)
+	}
+	return ""
 }
