@@ -75,7 +75,8 @@ func readCSV(path string, required ...string) (*csvTable, error) {
 	}
 	t := &csvTable{path: path, cols: map[string]int{}}
 	for i, h := range head {
-		t.cols[strings.TrimSpace(h)] = i
+		// A spreadsheet's UTF-8 export starts with a byte-order mark.
+		t.cols[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
 	}
 	for _, c := range required {
 		if _, ok := t.cols[c]; !ok {

@@ -205,3 +205,17 @@ func TestSharedRunsLoadEachMeasurementOnce(t *testing.T) {
 		t.Error("the shared runs hold repeated measurements; none was found")
 	}
 }
+
+// A spreadsheet's UTF-8 export starts with a byte-order mark; the first
+// column is still found by its name.
+func TestLoadSiliconAfterByteOrderMark(t *testing.T) {
+	row := "a,source_file=x.csv,vllm,m,h100_sxm,fp8,agg,1024,128,8,1,1,1,,,,,,123.4567891,12.3456789"
+	path := filepath.Join(t.TempDir(), "silicon_calibration.csv")
+	if err := os.WriteFile(path, []byte("\ufeff"+repeatHeader+"\n"+row+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases, _, err := LoadSilicon(path, func(string) (bool, bool) { return true, true })
+	if err != nil || len(cases) != 1 || cases[0].ID != "a" {
+		t.Fatalf("cases %+v, err %v", cases, err)
+	}
+}

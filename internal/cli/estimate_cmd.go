@@ -322,7 +322,12 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 		if len(lines) == maxBatchQueries {
 			return fmt.Errorf("-f %s: more than %d queries; every answer is held until the batch ends, so split the file into batches of at most %d lines", file, maxBatchQueries, maxBatchQueries)
 		}
-		lines = append(lines, append([]byte(nil), sc.Bytes()...))
+		line := sc.Bytes()
+		if len(lines) == 0 {
+			// Windows tools start UTF-8 files with a byte-order mark.
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+		}
+		lines = append(lines, append([]byte(nil), line...))
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("-f %s: %w", file, err)

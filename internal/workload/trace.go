@@ -56,6 +56,7 @@ func NewReplay(r io.Reader, format string, opt ReplayOptions) (*Replay, error) {
 		return nil, fmt.Errorf("replay: need speedup > 0 and 0 <= from < to (got %g, %g, %g)", opt.Speedup, opt.From, opt.To)
 	}
 	p := &Replay{format: format, opt: opt}
+	r = skipBOM(r)
 	switch format {
 	case FormatAzure:
 		p.csv = csv.NewReader(&lineLimit{r: r, max: maxTraceLine})
@@ -211,4 +212,15 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// skipBOM drops a UTF-8 byte-order mark at the start of r: spreadsheets
+// and Windows tools write one, and it would be read as part of the first
+// field or line.
+func skipBOM(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte{0xEF, 0xBB, 0xBF}) {
+		_, _ = br.Discard(3)
+	}
+	return br
 }

@@ -159,6 +159,10 @@ func TestReplayFormatsAndErrors(t *testing.T) {
 		{FormatMooncake, "{\"timestamp\": 0, \"input_len\": 100}\n", 0, "line 1"},
 		{FormatGpuplane, "{\"at\": 0.5, \"isl\": 4000, \"osl\": 500}\n{\"at\": 1, \"isl\": 10}\n", 0, "line 2: need at"},
 		{"parquet", "", 0, "use azure, mooncake or gpuplane"},
+		// A byte-order mark (spreadsheet and Windows exports) is no part of the first field or line.
+		{FormatAzure, "\ufeffTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,10,2\n", 1, ""},
+		{FormatMooncake, "\ufeff{\"timestamp\": 0, \"input_length\": 100, \"output_length\": 10}\n", 1, ""},
+		{FormatGpuplane, "\ufeff{\"at\": 0.5, \"isl\": 4000, \"osl\": 500}\n", 1, ""},
 	}
 	for _, tc := range cases {
 		p, err := NewReplay(strings.NewReader(tc.body), tc.format, ReplayOptions{})
