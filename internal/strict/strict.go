@@ -3,6 +3,7 @@
 package strict
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -161,5 +162,7 @@ func ReadFile(path string) ([]byte, error) {
 	if len(b) > MaxFileBytes {
 		return nil, fmt.Errorf("%s: larger than %d MiB; a configuration file this size is a mistake", path, MaxFileBytes>>20)
 	}
-	return b, nil
+	// Windows editors start UTF-8 files with a byte-order mark, which a
+	// JSON decoder refuses as its first character.
+	return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), nil
 }
