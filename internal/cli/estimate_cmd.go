@@ -324,8 +324,7 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 		}
 		line := sc.Bytes()
 		if len(lines) == 0 {
-			// Windows tools start UTF-8 files with a byte-order mark.
-			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+			line = strict.TrimBOM(line)
 		}
 		lines = append(lines, append([]byte(nil), line...))
 	}

@@ -162,7 +162,10 @@ func ReadFile(path string) ([]byte, error) {
 	if len(b) > MaxFileBytes {
 		return nil, fmt.Errorf("%s: larger than %d MiB; a configuration file this size is a mistake", path, MaxFileBytes>>20)
 	}
-	// Windows editors start UTF-8 files with a byte-order mark, which a
-	// JSON decoder refuses as its first character.
-	return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), nil
+	return TrimBOM(b), nil
 }
+
+// TrimBOM drops a leading UTF-8 byte-order mark: Windows editors and
+// spreadsheet exports start files with one, and a JSON decoder refuses it
+// as its first character.
+func TrimBOM(b []byte) []byte { return bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")) }
