@@ -24,6 +24,7 @@ targets=(
   "./internal/emulate FuzzRequestBody"
   "./internal/frontend FuzzPrefillBody"
   "./internal/cli FuzzEstimateLine"
+  "./internal/cli FuzzArrayQueries"
   "./internal/operator/plan FuzzRequest"
   "./internal/operator/devicepool FuzzSelector"
   "./internal/dra/healthfile FuzzParse"

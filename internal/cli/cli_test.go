@@ -433,3 +433,35 @@ func TestOutsideInterval(t *testing.T) {
 		t.Errorf("ttft %.1f against %.0f-%.0f: row %q", ttft, tl, th, row)
 	}
 }
+
+// A .json file holding one array of queries is read one query an element,
+// answered as the same queries written one a line; a pretty-printed
+// object is refused with how to flatten it.
+func TestBatchReadsAJSONArray(t *testing.T) {
+	a := `{"model":"Qwen/Qwen3-8B","isl":500,"osl":32,"concurrency":2}`
+	b := `{"model":"Qwen/Qwen3-8B","isl":500,"osl":32,"concurrency":4}`
+	want := estimateLines(t, []string{a, b})
+	got := estimateLines(t, []string{"[", "  " + a + ",", "  " + b, "]"})
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("array answers differ from line answers:\n%v\n%v", got, want)
+	}
+	got = estimateLines(t, []string{"[" + a + `, {"osl": 0}]`})
+	if len(got) != 2 || !strings.Contains(got[1], "query 2: osl: 0") {
+		t.Errorf("an element's error is not named by its place: %v", got)
+	}
+	dir := t.TempDir()
+	for body, msg := range map[string]string{
+		"[]":                               "an empty JSON array",
+		`[{"concurrency": NaN}]`:           "concurrency: NaN is not a JSON number",
+		"[" + a + ",":                      "not a JSON array of queries",
+		"{\n" + `"concurrency": 2` + "\n}": "does not end on its line; each query is one JSON object on one line (jq -c",
+	} {
+		f := filepath.Join(dir, "q.json")
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := run(t, "estimate", "-f", f, "-o", "jsonl"); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: error %v, want %q", body, err, msg)
+		}
+	}
+}

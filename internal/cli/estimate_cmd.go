@@ -252,7 +252,7 @@ performance model, in steady state. With no flags it estimates the reference sce
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&file, "file", "f", "", "JSON-lines file of queries (keys are flag names with _ for -); - for stdin")
+	fl.StringVarP(&file, "file", "f", "", "JSON-lines file of queries, or one JSON array of them (keys are flag names with _ for -); - for stdin")
 	fl.StringVar(&modelConfig, "model-config", "", "Hugging Face config.json of a model not in the catalog")
 	addQueryFlags(fl, &q, &sameNode)
 	return cmd
@@ -334,6 +334,12 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 	if len(lines) == 0 {
 		return fmt.Errorf("-f %s: no queries (the input is empty); give one JSON object a line, e.g. {\"model\": \"Qwen/Qwen3-8B\", \"concurrency\": 8}", file)
 	}
+	unit := "line"
+	if queries, isArray, err := arrayQueries(lines); err != nil {
+		return fmt.Errorf("-f %s: %w", file, err)
+	} else if isArray {
+		lines, unit = queries, "query"
+	}
 	results := make(lineResults, len(lines))
 	var wg sync.WaitGroup
 	var done atomic.Int64
@@ -343,7 +349,7 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				results[i] = answerLine(env, base, ownPrecision, lines[i], i+1)
+				results[i] = answerLine(env, base, ownPrecision, lines[i], fmt.Sprintf("%s %d", unit, i+1))
 				done.Add(1)
 			}
 		}()
@@ -359,7 +365,7 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 	if err := output.Write(g.stdout, f, results); err != nil {
 		return err
 	}
-	return results.verdict(g.stderr)
+	return results.verdict(g.stderr, unit)
 }
 
 // maxBatchQueries bounds `estimate -f`: answers are kept to write them in
@@ -369,7 +375,7 @@ var maxBatchQueries = 1_000_000
 // verdict says on stderr how many lines went unanswered, since a batch
 // that is mostly errors otherwise looks like a finished run, and fails
 // the command when none was answered: then the input is wrong as a whole.
-func (l lineResults) verdict(stderr io.Writer) error {
+func (l lineResults) verdict(stderr io.Writer, unit string) error {
 	failed, first := 0, -1
 	for i, r := range l {
 		if r.err != nil {
@@ -385,28 +391,30 @@ func (l lineResults) verdict(stderr io.Writer) error {
 	case failed == len(l):
 		return fmt.Errorf("-f: none of the %d queries was answered; the first: %w", len(l), l[first].err)
 	}
-	fmt.Fprintf(stderr, "estimate: %d of %d queries not answered (each line's error is in its row; the first is line %d)\n", failed, len(l), first+1)
+	fmt.Fprintf(stderr, "estimate: %d of %d queries not answered (each %s's error is in its row; the first is %s %d)\n", failed, len(l), unit, unit, first+1)
 	return nil
 }
 
-func answerLine(env estimate.Env, base estimate.Query, ownPrecision bool, line []byte, n int) lineResult {
+func answerLine(env estimate.Env, base estimate.Query, ownPrecision bool, line []byte, at string) lineResult {
 	if len(bytes.TrimSpace(line)) == 0 {
-		return lineResult{err: fmt.Errorf("line %d: empty line; want a JSON object", n)}
+		return lineResult{err: fmt.Errorf("%s: empty line; want a JSON object", at)}
 	}
 	q := base
 	if t := bytes.TrimSpace(line); t[0] != '{' {
-		return lineResult{err: fmt.Errorf("line %d: %.20q is not a JSON object; want one query object a line", n, t)}
+		return lineResult{err: fmt.Errorf("%s: %.20q is not a JSON object; each query is one JSON object", at, t)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(strict.WholeNumbers(line)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&q); err != nil {
 		if nan := strict.NonJSONNumber(line); nan != nil {
 			err = nan
+		} else if errors.Is(err, io.ErrUnexpectedEOF) {
+			return lineResult{err: fmt.Errorf("%s: the query object does not end on its line; each query is one JSON object on one line (jq -c . FILE flattens a pretty-printed file)", at)}
 		}
-		return lineResult{err: fmt.Errorf("line %d: %w (keys are estimate's flag names with _ for -)", n, strict.NameTypeError(err))}
+		return lineResult{err: fmt.Errorf("%s: %w (keys are estimate's flag names with _ for -)", at, strict.NameTypeError(err))}
 	}
 	if dec.More() {
-		return lineResult{err: fmt.Errorf("line %d: text after the query object; one object a line", n)}
+		return lineResult{err: fmt.Errorf("%s: text after the query object; one object a line", at)}
 	}
 	if ownPrecision {
 		var keys struct{ Model, Precision *string }
@@ -420,7 +428,7 @@ func answerLine(env estimate.Env, base estimate.Query, ownPrecision bool, line [
 			out.Error = err.Error()
 			return lineResult{out: out, err: err}
 		}
-		return lineResult{err: fmt.Errorf("line %d: %w", n, err)}
+		return lineResult{err: fmt.Errorf("%s: %w", at, err)}
 	}
 	return lineResult{out: out}
 }
@@ -480,4 +488,32 @@ func outsideInterval(name string, v float64, iv *[2]float64) string {
 		return fmt.Sprintf("; the %s estimate is above it: held-out runs of this kind measured faster than predicted more than 90%% of the time", name)
 	}
 	return ""
+}
+
+// arrayQueries reads an input that is one JSON array of query objects (a
+// .json file rather than JSON lines), one query an element; isArray is
+// false for any other input.
+func arrayQueries(lines [][]byte) (queries [][]byte, isArray bool, err error) {
+	all := bytes.TrimSpace(bytes.Join(lines, []byte("\n")))
+	if len(all) == 0 || all[0] != '[' {
+		return nil, false, nil
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(all, &elems); err != nil {
+		if nan := strict.NonJSONNumber(all); nan != nil {
+			err = nan
+		}
+		return nil, true, fmt.Errorf("the input starts with [ but is not a JSON array of queries: %w", err)
+	}
+	switch {
+	case len(elems) == 0:
+		return nil, true, fmt.Errorf("an empty JSON array; give one query object an element, or one a line")
+	case len(elems) > maxBatchQueries:
+		return nil, true, fmt.Errorf("more than %d queries; split the array into batches of at most %d", maxBatchQueries, maxBatchQueries)
+	}
+	queries = make([][]byte, len(elems))
+	for i, e := range elems {
+		queries[i] = e
+	}
+	return queries, true, nil
 }

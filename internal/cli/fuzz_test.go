@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -25,6 +26,31 @@ func FuzzEstimateLine(f *testing.F) {
 		if len(b) > 4096 {
 			return
 		}
-		_ = answerLine(env, base, true, b, 1)
+		_ = answerLine(env, base, true, b, "line 1")
+	})
+}
+
+// FuzzArrayQueries: any input split into lines is read as a JSON array of
+// queries, refused, or left to the line reader; never a panic, and an
+// array read holds one query an element.
+func FuzzArrayQueries(f *testing.F) {
+	for _, s := range []string{"[\n{\"isl\":100}\n,{\"osl\":2}]", "[]", "[1,", "{\"isl\":1}", "  [ {\"a\":NaN} ]", "[[[]]]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 1<<16 {
+			return
+		}
+		var lines [][]byte
+		for _, l := range strings.Split(s, "\n") {
+			lines = append(lines, []byte(l))
+		}
+		qs, isArray, err := arrayQueries(lines)
+		if !isArray && (err != nil || qs != nil) {
+			t.Fatalf("not an array, yet queries %d and error %v", len(qs), err)
+		}
+		if isArray && err == nil && len(qs) == 0 {
+			t.Fatal("an array read with no query and no error")
+		}
 	})
 }
