@@ -383,7 +383,15 @@ func (f *Frontend) prefill(ctx context.Context, path string, body []byte) (int, 
 // client's error.
 func prefillBody(body []byte) ([]byte, error) {
 	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
+	// Numbers stay as the client wrote them: read as floats, a seed or
+	// token ID past 2^53 would reach the worker changed.
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	err := dec.Decode(&req)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err != nil {
 		if _, what, ok := strict.TypeMismatch(err); ok {
 			return nil, fmt.Errorf("request body: %s", what)
 		}

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -27,4 +28,23 @@ func FuzzPrefillBody(f *testing.F) {
 			t.Fatalf("prefill body %q keeps stream_options", out)
 		}
 	})
+}
+
+// The prefill request keeps the client's numbers as written: a seed past
+// 2^53 read as a float would reach the worker as another seed.
+func TestPrefillBodyKeepsNumbers(t *testing.T) {
+	out, err := prefillBody([]byte(`{"prompt":[128000,9906],"seed":9223372036854775807,"temperature":0.25,"max_tokens":300}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"seed":9223372036854775807`, `"prompt":[128000,9906]`, `"temperature":0.25`, `"max_tokens":1`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("prefill body %s lacks %s", out, want)
+		}
+	}
+	for _, bad := range []string{`{"a":1} {"b":2}`, `{"a":`} {
+		if _, err := prefillBody([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
 }
