@@ -494,8 +494,17 @@ func outsideInterval(name string, v float64, iv *[2]float64) string {
 // .json file rather than JSON lines), one query an element; isArray is
 // false for any other input.
 func arrayQueries(lines [][]byte) (queries [][]byte, isArray bool, err error) {
+	// Only the first non-blank line says; JSON lines are not copied.
+	for _, l := range lines {
+		if t := bytes.TrimSpace(l); len(t) > 0 {
+			if t[0] != '[' {
+				return nil, false, nil
+			}
+			break
+		}
+	}
 	all := bytes.TrimSpace(bytes.Join(lines, []byte("\n")))
-	if len(all) == 0 || all[0] != '[' {
+	if len(all) == 0 {
 		return nil, false, nil
 	}
 	var elems []json.RawMessage
