@@ -88,28 +88,37 @@ func TestCalibrateCVAndKernelsFlagErrors(t *testing.T) {
 }
 
 // --kernels changes the estimate where the tables cover the GPU and
-// backend, and leaves one they do not cover (a MIG slice) as it was.
+// backend: directly, scaled to a MIG slice's share, or borrowed from the
+// nearest measured GPU of the architecture, which a note names.
 func TestEstimateWithKernels(t *testing.T) {
 	dir := sharedtest.Path(t, "reference", "kernels")
-	get := func(args ...string) float64 {
+	type result struct {
+		TPOT  float64  `json:"tpot_ms"`
+		Notes []string `json:"notes"`
+	}
+	get := func(args ...string) result {
 		t.Helper()
 		out, _, err := run(t, append([]string{"estimate", "--model", "Qwen/Qwen3-32B", "--precision", "fp8", "--backend", "trtllm", "--concurrency", "8", "-o", "json"}, args...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r struct {
-			TPOT float64 `json:"tpot_ms"`
-		}
+		var r result
 		if err := json.Unmarshal([]byte(out), &r); err != nil || r.TPOT <= 0 {
 			t.Fatalf("%v in %s", err, out)
 		}
-		return r.TPOT
+		return r
 	}
-	if a, b := get("--gpu", "h100_sxm"), get("--gpu", "h100_sxm", "--kernels", dir); a == b {
-		t.Errorf("h100 TPOT %v with and without kernels", a)
+	whole := get("--gpu", "h100_sxm", "--kernels", dir)
+	if a := get("--gpu", "h100_sxm"); a.TPOT == whole.TPOT {
+		t.Errorf("h100 TPOT %v with and without kernels", a.TPOT)
 	}
-	if a, b := get("--gpu", "h100_sxm:3g.40gb"), get("--gpu", "h100_sxm:3g.40gb", "--kernels", dir); a != b {
-		t.Errorf("MIG slice TPOT %v without kernels, %v with: fractions must stay on the roofline", a, b)
+	slice := get("--gpu", "h100_sxm:3g.40gb", "--kernels", dir)
+	if a := get("--gpu", "h100_sxm:3g.40gb"); a.TPOT == slice.TPOT || slice.TPOT <= whole.TPOT {
+		t.Errorf("MIG slice TPOT %v without kernels, %v with (whole GPU %v): the whole GPU's tables must price it, scaled", a.TPOT, slice.TPOT, whole.TPOT)
+	}
+	nvl := get("--gpu", "h100_nvl", "--kernels", dir)
+	if a := get("--gpu", "h100_nvl"); a.TPOT == nvl.TPOT || len(nvl.Notes) == 0 || !strings.Contains(nvl.Notes[0], "h100_sxm's measured trtllm kernels") {
+		t.Errorf("h100_nvl TPOT %v without kernels, %v with, notes %q", a.TPOT, nvl.TPOT, nvl.Notes)
 	}
 }
 

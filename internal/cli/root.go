@@ -67,12 +67,9 @@ func (g *globals) env() (estimate.Env, error) {
 		return estimate.Env{}, err
 	}
 	if g.kernelsDir != "" {
-		lib, err := kernels.Open(g.kernelsDir, func(system string) (string, bool) {
+		lib, err := kernels.Open(g.kernelsDir, func(system string) (*catalog.GPU, bool) {
 			gpu, err := cat.GPU(system)
-			if err != nil {
-				return "", false
-			}
-			return gpu.Name, true
+			return gpu, err == nil
 		})
 		if err != nil {
 			return estimate.Env{}, err

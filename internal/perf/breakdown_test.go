@@ -20,7 +20,7 @@ func TestStepBreakdownSumsToStepTime(t *testing.T) {
 		t.Helper()
 		p := perf.MustDefaultParams()
 		if k != nil {
-			p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
+			p.Kernels = func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) { return k, nil, nil }
 		}
 		return perftest.Worker(t, model, gpu, perf.Config{Backend: be, Weights: w, TP: tp, PP: pp, EP: ep, SpecTokens: spec, SpecAccept: accept}, p)
 	}

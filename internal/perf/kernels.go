@@ -24,9 +24,11 @@ type Kernels interface {
 	MoE(w catalog.Precision) (*MoEKernel, error)
 }
 
-// KernelSource finds the tables for a catalog GPU and a backend (nil, nil:
-// none measured; an error: tables that exist but cannot be read).
-type KernelSource func(gpu string, b Backend) (Kernels, error)
+// KernelSource finds the tables that price a catalog GPU under a backend:
+// its own (on nil or gpu), or those of the measured GPU on of the same
+// architecture and compute capability, which the model scales to gpu. A nil
+// Kernels means none; an error, tables that exist but cannot be read.
+type KernelSource func(gpu *catalog.GPU, b Backend) (k Kernels, on *catalog.GPU, err error)
 
 // opModel prices an iteration's operations from measured kernels for the
 // models whose layers it can describe: dense attention (no MLA); routed
@@ -72,16 +74,12 @@ func kvDtype(p catalog.Precision) string {
 
 // newOpModel sets up kernel pricing, or returns nil when the tables do not
 // cover this configuration (the roofline then prices everything).
-func newOpModel(w *Worker, p *Params) (*opModel, error) {
+func newOpModel(w *Worker) *opModel {
 	cfg := w.cfg
-	d := cfg.Device
-	if !tablesPrice(cfg, p) || cfg.Model.MLA != nil || cfg.Model.Linear != nil || cfg.Model.Sparse != nil {
-		return nil, nil
+	if !tablesPrice(w) || cfg.Model.MLA != nil || cfg.Model.Linear != nil || cfg.Model.Sparse != nil {
+		return nil
 	}
-	k, err := p.Kernels(d.GPU.Name, cfg.Backend)
-	if err != nil || k == nil {
-		return nil, err
-	}
+	k := w.tables
 	m := cfg.Model
 	o := &opModel{k: k, wDtype: gemmDtype(cfg.Weights), kvDtype: kvDtype(cfg.KV), ctxDtype: "bfloat16",
 		headDim: float64(m.HeadDim), heads: float64(m.AttentionHeads) / w.tp, kvHeads: math.Max(1, float64(m.KVHeads)/w.tp),
@@ -96,24 +94,21 @@ func newOpModel(w *Worker, p *Params) (*opModel, error) {
 	o.vocabN = float64(m.VocabSize) / w.tp
 	// Probe: the tables must answer this model's shapes, or none is used.
 	if _, ok := k.GEMM(o.wDtype, 64, o.qkvN, o.hidden); !ok {
-		return nil, nil
+		return nil
 	}
 	if _, ok := o.ctxAttention(1024, 1); !ok {
-		return nil, nil
+		return nil
 	}
 	o.decode = tableDecode(w, func(b, s float64) (float64, bool) {
 		return k.GenerationAttention(o.kvDtype, int(o.headDim), 0, o.heads, o.kvHeads, b, s)
 	})
-	return o, nil
+	return o
 }
 
-// tablesPrice says whether kernel tables may price cfg: they are given,
-// and the worker is whole GPUs in one pipeline stage (fractions and
-// stages keep the roofline).
-func tablesPrice(cfg Config, p *Params) bool {
-	d := cfg.Device
-	return p.Kernels != nil && d.ComputeFraction == 1 && d.BandwidthFraction == 1 && cfg.PP == 1
-}
+// tablesPrice says whether kernel tables price w's operations: some cover
+// its device (directly or scaled, see tablesFor), and it runs one pipeline
+// stage (stages keep the roofline).
+func tablesPrice(w *Worker) bool { return w.tables != nil && w.cfg.PP == 1 }
 
 // Decode attention streams the KV cache: per cached token it cannot beat
 // the spec sheet's bandwidth (with the 1.25x slack the row filter allows),
@@ -209,18 +204,14 @@ const tableMLALatent, tableMLARope = 512, 64
 // newMLADecode fits the generation-MLA table for an MLA worker the tables
 // may price, or returns nil where they do not answer or fail the decode
 // bandwidth cross-check (the roofline then prices it).
-func newMLADecode(w *Worker, p *Params) (*decodeFit, error) {
+func newMLADecode(w *Worker) *decodeFit {
 	cfg := w.cfg
 	a := cfg.Model.MLA
-	if !tablesPrice(cfg, p) || a == nil || a.KVLoraRank != tableMLALatent || a.QKRopeHeadDim != tableMLARope || cfg.Model.Sparse != nil {
-		return nil, nil
-	}
-	k, err := p.Kernels(cfg.Device.GPU.Name, cfg.Backend)
-	if err != nil || k == nil {
-		return nil, err
+	if !tablesPrice(w) || a == nil || a.KVLoraRank != tableMLALatent || a.QKRopeHeadDim != tableMLARope || cfg.Model.Sparse != nil {
+		return nil
 	}
 	heads, kv := float64(cfg.Model.AttentionHeads)/w.tp, kvDtype(cfg.KV)
-	return tableDecode(w, func(batch, s float64) (float64, bool) { return k.GenerationMLA(kv, heads, batch, s) }), nil
+	return tableDecode(w, func(batch, s float64) (float64, bool) { return w.tables.GenerationMLA(kv, heads, batch, s) })
 }
 
 // layerCost is one layer's GEMMs and its tensor-parallel all-reduces.

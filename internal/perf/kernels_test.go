@@ -20,7 +20,7 @@ func kernelWorker(t *testing.T, k *perftest.Kernels, tp int, dev catalog.Device)
 	}
 	p := perf.MustDefaultParams()
 	if k != nil {
-		p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
+		p.Kernels = func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) { return k, nil, nil }
 	}
 	w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: perf.VLLM, Weights: catalog.BF16, TP: tp, PP: 1}, p)
 	if err != nil {
@@ -95,22 +95,38 @@ func TestKernelsImplausibleDecodeKeepsRoofline(t *testing.T) {
 	}
 }
 
-// Where the tables do not cover a configuration, the roofline prices it
-// exactly as without tables: a MIG slice, or tables that answer nothing.
+// Where the tables answer nothing, the roofline prices it exactly as
+// without tables.
 func TestKernelsFallBackToRoofline(t *testing.T) {
 	b := perf.Batch{PrefillTokens: 2048, PrefillSeqs: 1, PrefillPairs: 2048 * 1024, DecodeSeqs: 4, DecodeCtx: 4000, Sampled: 5}
 	plain := kernelWorker(t, nil, 1, h100(t)).StepTime(b)
 	if got := kernelWorker(t, &perftest.Kernels{}, 1, h100(t)).StepTime(b); got != plain {
 		t.Errorf("tables that answer nothing: %g, roofline %g", got, plain)
 	}
-	c := catalog.MustDefault()
-	mig, err := c.Device("h100_sxm", "3g.40gb")
+}
+
+// A MIG slice is priced from its whole GPU's tables scaled to its share:
+// compute-bound prompt attention grows by the table's attention over the
+// slice's share of the SMs.
+func TestKernelsPriceASliceScaled(t *testing.T) {
+	mig, err := catalog.MustDefault().Device("h100_sxm", "3g.40gb")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
-	k := &perftest.Kernels{GEMMSecs: 1, CtxSecs: 1, GenGamma: 1, GenAlpha: 1, GenBeta: 1, ARSecs: 1}
-	if got, want := kernelWorker(t, k, 1, mig).StepTime(b), kernelWorker(t, nil, 1, mig).StepTime(b); got != want {
-		t.Errorf("MIG slice priced from whole-GPU tables: %g, roofline %g", got, want)
+	k := &perftest.Kernels{GEMMSecs: 1e-18, CtxSecs: 1e-9, GenGamma: 1e-6, GenAlpha: 1e-7, GenBeta: 1e-10, ARSecs: 1e-12}
+	w := kernelWorker(t, k, 1, mig)
+	if k.Calls == 0 {
+		t.Fatal("the slice's worker never asked the tables")
+	}
+	layers := float64(w.Config().Model.FullAttentionLayers())
+	step := func(isl int) float64 {
+		f := float64(isl)
+		return w.StepTime(perf.Batch{PrefillTokens: isl, PrefillSeqs: 1, PrefillPairs: f * f / 2, Sampled: 1})
+	}
+	a1, a2 := step(1024), step(2048)
+	want := layers*1e-9*(2048*2048-1024*1024)/mig.ComputeFraction + elementwise(w, 1024)
+	if d := a2 - a1; d < want*(1-1e-9) || d > want*1.001 {
+		t.Errorf("step grows by %g, want %g (the table's attention over a %.2f share, + GEMMs of 1e-18 s per MAC)", d, want, mig.ComputeFraction)
 	}
 }
 
@@ -140,8 +156,8 @@ func TestKernelsLoadErrorFailsTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := perf.MustDefaultParams()
-	p.Kernels = func(string, perf.Backend) (perf.Kernels, error) {
-		return nil, errors.New("gemm_perf.csv.gz line 7: bad")
+	p.Kernels = func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) {
+		return nil, nil, errors.New("gemm_perf.csv.gz line 7: bad")
 	}
 	_, err = perf.NewWorker(perf.Config{Model: m, Device: h100(t), Backend: perf.VLLM, TP: 1, PP: 1}, p)
 	if err == nil || !strings.Contains(err.Error(), "kernel tables: gemm_perf.csv.gz line 7") {
@@ -166,7 +182,7 @@ func TestKernelsMoESummaryFromTables(t *testing.T) {
 	step := func(k *perftest.Kernels) float64 {
 		p := perf.MustDefaultParams().Clone()
 		if k != nil {
-			p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
+			p.Kernels = func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) { return k, nil, nil }
 		}
 		w, err := perf.NewWorker(cfg, p)
 		if err != nil {
@@ -194,7 +210,7 @@ func TestKernelsMoESummaryFromTables(t *testing.T) {
 		"no MoE answer":      {&perftest.Kernels{}, ""},
 	} {
 		p := perf.MustDefaultParams().Clone()
-		p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return tc.k, nil }
+		p.Kernels = func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) { return tc.k, nil, nil }
 		w, err := perf.NewWorker(cfg, p)
 		if err != nil {
 			t.Fatal(err)
@@ -222,7 +238,7 @@ func mlaWorker(t *testing.T, model string, k *perftest.Kernels) *perf.Worker {
 	}
 	p := perf.MustDefaultParams()
 	if k != nil {
-		p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
+		p.Kernels = func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) { return k, nil, nil }
 	}
 	w, err := perf.NewWorker(perf.Config{Model: m, Device: catalog.WholeDevice(g), Backend: perf.TRTLLM, Weights: catalog.FP8, KV: catalog.FP8, TP: 8, PP: 1}, p)
 	if err != nil {
@@ -270,7 +286,7 @@ func TestKernelsMLADecodeFromTable(t *testing.T) {
 	mk := func(k *perftest.Kernels) *perf.Worker {
 		p := perf.MustDefaultParams()
 		if k != nil {
-			p.Kernels = func(string, perf.Backend) (perf.Kernels, error) { return k, nil }
+			p.Kernels = func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) { return k, nil, nil }
 		}
 		w, err := perf.NewWorker(perf.Config{Model: &other, Device: catalog.WholeDevice(g), Backend: perf.TRTLLM, Weights: catalog.FP8, KV: catalog.FP8, TP: 8, PP: 1}, p)
 		if err != nil {

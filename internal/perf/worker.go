@@ -71,6 +71,7 @@ type Worker struct {
 	arLatency      float64    // seconds
 	a2aLatency     float64    // seconds, one all-to-all over the EP group
 	linkBW         float64    // bytes/s per direction between ranks
+	tables         Kernels    // measured kernels covering the device (maybe scaled to it), nil without
 	ops            *opModel   // measured kernels, when given and covering the config
 	decode         *decodeFit // decode attention from a kernel table (ops' or an MLA model's), nil on the roofline
 	tpAcrossNodes  bool       // the tensor-parallel ring leaves the NVLink domain
@@ -100,6 +101,13 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	}
 	m, d := cfg.Model, cfg.Device
 	w := &Worker{cfg: cfg, fam: p.Families[d.GPU.Architecture], be: p.Backends[cfg.Backend], comm: p.Comm}
+	tables, note, err := p.tablesFor(d, cfg.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("kernel tables: %w", err)
+	}
+	if w.tables = tables; note != "" {
+		w.notes = append(w.notes, note)
+	}
 	w.tp, w.pp, w.ep, w.dp = float64(cfg.TP), float64(cfg.PP), float64(cfg.EP), float64(cfg.DP)
 	w.layersPerStage = float64(m.Layers) / w.pp
 	w.wBytes = cfg.Weights.Bytes()
@@ -244,14 +252,10 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 	w.tpAcrossNodes = w.tp > dom
 	// Expert all-to-all: the share of peers inside the NVLink domain.
 	w.a2aNodeShare = math.Min(1, dom/w.ep)
-	var err error
-	if w.ops, err = newOpModel(w, p); err != nil {
-		return nil, fmt.Errorf("kernel tables: %w", err)
-	}
-	if w.ops != nil {
+	if w.ops = newOpModel(w); w.ops != nil {
 		w.decode = w.ops.decode
-	} else if w.decode, err = newMLADecode(w, p); err != nil {
-		return nil, fmt.Errorf("kernel tables: %w", err)
+	} else {
+		w.decode = newMLADecode(w)
 	}
 	if w.decode != nil {
 		w.decodeCtxCost = float64(m.FullAttentionLayers()) * w.decode.beta
@@ -493,21 +497,15 @@ func (w *Worker) lmHead(sampled float64) float64 {
 // bandwidth.
 func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 	d := w.cfg.Device
-	if p.Kernels != nil {
-		k, err := p.Kernels(d.GPU.Name, w.cfg.Backend)
-		if err != nil {
-			return nil, err
+	if w.tables != nil {
+		mk, err := w.tables.MoE(w.cfg.Weights)
+		peak, bw, wb := d.PeakTFLOPS(w.cfg.Weights)*1e12, d.BandwidthGBps()*1e9, w.cfg.Weights.Bytes()
+		if err != nil || (mk != nil && mk.Plausible(peak, bw, wb)) {
+			return mk, err
 		}
-		if k != nil {
-			mk, err := k.MoE(w.cfg.Weights)
-			peak, bw, wb := d.PeakTFLOPS(w.cfg.Weights)*1e12, d.BandwidthGBps()*1e9, w.cfg.Weights.Bytes()
-			if err != nil || (mk != nil && mk.Plausible(peak, bw, wb)) {
-				return mk, err
-			}
-			if mk != nil {
-				table := fmt.Sprintf("the measured %s %s fused-MoE table of %s", w.cfg.Backend, w.cfg.Weights, d.GPU.Name)
-				w.notes = append(w.notes, givesWay(table, mk.DecodeStreaming(peak, bw, wb), "the", "with the embedded summaries"))
-			}
+		if mk != nil {
+			table := fmt.Sprintf("the measured %s %s fused-MoE table of %s", w.cfg.Backend, w.cfg.Weights, d.GPU.Name)
+			w.notes = append(w.notes, givesWay(table, mk.DecodeStreaming(peak, bw, wb), "the", "with the embedded summaries"))
 		}
 	}
 	k, note := p.moeKernelChoice(d.GPU, w.cfg.Backend, w.cfg.Weights)

@@ -1,0 +1,77 @@
+package kernels
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// fakeTree lays out system folders with the given backends (no tables).
+func fakeTree(t *testing.T, systems map[string][]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for s, backends := range systems {
+		if err := os.MkdirAll(filepath.Join(dir, s), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, s, "system.yaml"), []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range backends {
+			if err := os.MkdirAll(filepath.Join(dir, s, b), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// A GPU without tables borrows those of the nearest measured GPU of its
+// architecture and major compute capability that has the backend, and
+// none where no such GPU was measured.
+func TestLibraryStandsIn(t *testing.T) {
+	cat := catalog.MustDefault()
+	all := []string{"trtllm", "vllm", "sglang"}
+	dir := fakeTree(t, map[string][]string{
+		"a100_sxm": all, "l40s": all, "h100_sxm": all, "h200_sxm": all,
+		"b200_sxm": all, "b300_sxm": {"trtllm"}, "gb200": all,
+	})
+	lib, err := Open(dir, func(system string) (*catalog.GPU, bool) {
+		g, err := cat.GPU(system)
+		return g, err == nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		gpu     string
+		backend perf.Backend
+		want    string // "" for none
+	}{
+		{"h100_sxm", perf.VLLM, "h100_sxm"}, // its own
+		{"h100_nvl", perf.VLLM, "h100_sxm"}, // nearer than h200 in peaks and bandwidth
+		{"gh200", perf.TRTLLM, "h100_sxm"},
+		{"l4", perf.SGLang, "l40s"},
+		{"a10", perf.VLLM, "a100_80gb"},        // Ampere 8.6 runs the 8.x kernels of the A100
+		{"gb300", perf.TRTLLM, "b300_sxm"},     // the B300's fp4 peak
+		{"gb300", perf.VLLM, "gb200"},          // b300 has no vllm tables here
+		{"rtx_pro_6000", perf.TRTLLM, ""},      // compute capability 12: other kernels
+		{"b200_sxm", perf.Backend("none"), ""}, // no such backend anywhere
+	} {
+		g, err := cat.GPU(tc.gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := lib.stands(g, tc.backend)
+		name := ""
+		if got != nil {
+			name = got.Name
+		}
+		if name != tc.want {
+			t.Errorf("%s under %s: tables of %q, want %q", tc.gpu, tc.backend, name, tc.want)
+		}
+	}
+}
