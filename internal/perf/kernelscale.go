@@ -145,7 +145,7 @@ func (p *Params) tablesFor(d catalog.Device, b Backend) (k Kernels, note string,
 		return nil, "", fmt.Errorf("tables of %s (%s, compute capability %s) offered for %s (%s, %s)",
 			on.Name, on.Architecture, on.ComputeCapability, d.GPU.Name, d.GPU.Architecture, d.GPU.ComputeCapability)
 	}
-	note = fmt.Sprintf("%s has no kernel tables: %s's measured %s kernels price it, scaled to its tensor peak and memory bandwidth", d.GPU.Name, on.Name, b)
+	note = fmt.Sprintf("%s has no %s kernel tables: %s's measured ones price it, scaled to its tensor peak and memory bandwidth", d.GPU.Name, b, on.Name)
 	return scaledKernels{k: k, from: catalog.WholeDevice(on), to: d}, note, nil
 }
 

@@ -111,7 +111,7 @@ func TestTablesFor(t *testing.T) {
 		{device(t, "h100_sxm", ""), "", false, "", ""},
 		{device(t, "h100_sxm", ""), "h100_sxm", false, "", ""},
 		{device(t, "h100_sxm", "1g.10gb"), "", true, "", ""},
-		{device(t, "h100_nvl", ""), "h100_sxm", true, "h100_nvl has no kernel tables: h100_sxm's measured vllm kernels price it", ""},
+		{device(t, "h100_nvl", ""), "h100_sxm", true, "h100_nvl has no vllm kernel tables: h100_sxm's measured ones price it", ""},
 		{device(t, "l4", ""), "h100_sxm", false, "", "tables of h100_sxm (hopper, compute capability 9.0) offered for l4"},
 		{device(t, "rtx_pro_6000", ""), "none", false, "no vllm kernel tables of rtx_pro_6000 or of a measured GPU of its architecture and compute capability 12.0", ""},
 	} {
