@@ -192,6 +192,7 @@ func CalibratedIntervals(preds []Prediction, by string, env estimate.Env, source
 		if kind == nil {
 			continue // too few runs
 		}
+		kind.Kernels = env.Params != nil && env.Params.Kernels != nil
 		iv.Kinds[k] = kind
 		c, err := crossCoverageAt(kp, by, env, t)
 		if err != nil {

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"github.com/gpuplane/gpuplane/internal/catalog"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -107,6 +108,17 @@ func TestCalibratedIntervalsCoverUnseenGroups(t *testing.T) {
 			k := iv.For(tc.kind)
 			if k == nil {
 				t.Fatal("no interval")
+			}
+			if k.Kernels {
+				t.Error("spreads measured on the roofline are marked as measured with --kernels")
+			}
+			tables := &perf.Params{Kernels: func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) { return nil, nil, nil }}
+			withTables, _, err := CalibratedIntervals(tc.preds, "campaign", estimate.Env{Params: tables}, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kt := withTables.For(tc.kind); kt == nil || !kt.Kernels {
+				t.Errorf("spreads measured with --kernels are not marked so: %+v", kt)
 			}
 			last := IntervalTails[len(IntervalTails)-1]
 			for name, c := range map[string][3]float64{"ttft": {nominal.TTFTInside, cov.TTFTInside, tailOf(k.TTFT)}, "tpot": {nominal.TPOTInside, cov.TPOTInside, tailOf(k.TPOT)}} {

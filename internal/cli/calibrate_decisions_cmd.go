@@ -108,7 +108,11 @@ scores the model before any fit to them.
 				// Pick by the TPOT the run stays under at that confidence.
 				for i := range preds {
 					key, _ := preds[i].IntervalKey()
-					if k := env.Params.Intervals.For(key); k != nil {
+					k, why := env.Params.IntervalFor(key)
+					if why != "" {
+						return fmt.Errorf("--confidence: %s", why)
+					}
+					if k != nil {
 						preds[i].PredTPOTms = k.TPOT.Upper(preds[i].PredTPOTms, confidence)
 					}
 				}

@@ -93,8 +93,9 @@ func TestCalibrateCVAndKernelsFlagErrors(t *testing.T) {
 func TestEstimateWithKernels(t *testing.T) {
 	dir := sharedtest.Path(t, "reference", "kernels")
 	type result struct {
-		TPOT  float64  `json:"tpot_ms"`
-		Notes []string `json:"notes"`
+		TPOT         float64   `json:"tpot_ms"`
+		TTFTInterval []float64 `json:"ttft_ms_interval"`
+		Notes        []string  `json:"notes"`
 	}
 	get := func(args ...string) result {
 		t.Helper()
@@ -109,8 +110,18 @@ func TestEstimateWithKernels(t *testing.T) {
 		return r
 	}
 	whole := get("--gpu", "h100_sxm", "--kernels", dir)
-	if a := get("--gpu", "h100_sxm"); a.TPOT == whole.TPOT {
-		t.Errorf("h100 TPOT %v with and without kernels", a.TPOT)
+	plain := get("--gpu", "h100_sxm")
+	if plain.TPOT == whole.TPOT {
+		t.Errorf("h100 TPOT %v with and without kernels", plain.TPOT)
+	}
+	// The embedded spreads were measured on the roofline: with the tables
+	// they would bound other predictions, so neither estimate nor configure
+	// uses them.
+	if len(plain.TTFTInterval) != 2 || whole.TTFTInterval != nil || !strings.Contains(strings.Join(whole.Notes, "\n"), "no 80% interval") {
+		t.Errorf("intervals without kernels %v, with %v (notes %q)", plain.TTFTInterval, whole.TTFTInterval, whole.Notes)
+	}
+	if _, _, err := run(t, "--kernels", dir, "configure", "--confidence", "0.9"); err == nil || !strings.Contains(err.Error(), "measured without --kernels") {
+		t.Errorf("configure --confidence with --kernels: %v", err)
 	}
 	slice := get("--gpu", "h100_sxm:3g.40gb", "--kernels", dir)
 	if a := get("--gpu", "h100_sxm:3g.40gb"); a.TPOT == slice.TPOT || slice.TPOT <= whole.TPOT {

@@ -30,11 +30,14 @@ func atConfidence(env Env, r *Request) (SLA, error) {
 	var missing []string
 	for _, mode := range modes {
 		key := perf.IntervalKey(be, m.MoE != nil, mode)
-		k := env.Params.Intervals.For(key)
-		if k == nil {
+		k, why := env.Params.IntervalFor(key)
+		if k == nil && why == "" {
 			// The same engine model prices both modes: a mode with no
 			// measured spread of its own takes the aggregated one.
-			k = env.Params.Intervals.For(perf.IntervalKey(be, m.MoE != nil, "agg"))
+			k, why = env.Params.IntervalFor(perf.IntervalKey(be, m.MoE != nil, "agg"))
+		}
+		if why != "" {
+			return SLA{}, fmt.Errorf("confidence: %s", why)
 		}
 		if k == nil {
 			missing = append(missing, key)

@@ -223,7 +223,10 @@ func (o *Output) withIntervals(p *perf.Params, b perf.Backend, moe bool, mode st
 		return
 	}
 	key := perf.IntervalKey(b, moe, mode)
-	k := p.Intervals.For(key)
+	k, why := p.IntervalFor(key)
+	if why != "" {
+		o.Notes = append(o.Notes, "no 80% interval: "+why)
+	}
 	if k == nil {
 		return
 	}

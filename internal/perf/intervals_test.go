@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
 )
 
 func TestRatioUpper(t *testing.T) {
@@ -81,5 +83,34 @@ func TestDefaultParamsCarryIntervals(t *testing.T) {
 		if k == nil || k.N < 20 {
 			t.Errorf("%s dense agg: %+v, want an interval from at least 20 held-out runs", b, k)
 		}
+	}
+}
+
+// A spread holds only for predictions priced the way it was measured: on
+// the roofline, or from kernel tables.
+func TestIntervalForFollowsKernels(t *testing.T) {
+	tables := func(*catalog.GPU, Backend) (Kernels, *catalog.GPU, error) { return nil, nil, nil }
+	r := Ratio{P10: 0.8, P50: 1, P90: 1.3}
+	for _, tc := range []struct {
+		name         string
+		measuredWith bool
+		source       KernelSource
+		want         bool
+		why          string
+	}{
+		{"roofline spread, roofline run", false, nil, true, ""},
+		{"roofline spread, run with tables", false, tables, false, "measured without --kernels"},
+		{"tables spread, run with tables", true, tables, true, ""},
+		{"tables spread, roofline run", true, nil, false, "measured with --kernels"},
+	} {
+		p := &Params{Kernels: tc.source, Intervals: &Intervals{Kinds: map[string]*IntervalKind{
+			"vllm/dense-agg": {N: 30, TTFT: r, TPOT: r, Kernels: tc.measuredWith}}}}
+		k, why := p.IntervalFor("vllm/dense-agg")
+		if (k != nil) != tc.want || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
+			t.Errorf("%s: kind %v, why %q; want a kind %v, why %q", tc.name, k, why, tc.want, tc.why)
+		}
+	}
+	if k, why := (&Params{}).IntervalFor("vllm/dense-agg"); k != nil || why != "" {
+		t.Errorf("no intervals: %v, %q", k, why)
 	}
 }
