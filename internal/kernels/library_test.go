@@ -3,6 +3,7 @@ package kernels
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -72,6 +73,34 @@ func TestLibraryStandsIn(t *testing.T) {
 		}
 		if name != tc.want {
 			t.Errorf("%s under %s: tables of %q, want %q", tc.gpu, tc.backend, name, tc.want)
+		}
+	}
+}
+
+// A backend folder must hold one version folder; an empty one or two are
+// refused, naming the folder.
+func TestLibraryVersionFolders(t *testing.T) {
+	cat := catalog.MustDefault()
+	dir := fakeTree(t, map[string][]string{"h100_sxm": {"vllm", "sglang"}})
+	for _, v := range []string{"0.5.10", "0.5.12"} {
+		if err := os.MkdirAll(filepath.Join(dir, "h100_sxm", "sglang", v), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lib, err := Open(dir, func(system string) (*catalog.GPU, bool) {
+		g, err := cat.GPU(system)
+		return g, err == nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib.CacheDir = ""
+	for be, want := range map[perf.Backend]string{
+		perf.VLLM:   "vllm holds no version folder",
+		perf.SGLang: "holds versions [0.5.10 0.5.12]; want exactly one",
+	} {
+		if _, err := lib.Set("h100_sxm", be); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", be, err, want)
 		}
 	}
 }

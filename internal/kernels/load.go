@@ -319,6 +319,9 @@ func onlyVersion(dir string) (string, string, error) {
 			vs = append(vs, e.Name())
 		}
 	}
+	if len(vs) == 0 {
+		return "", "", fmt.Errorf("kernels: %s holds no version folder; want exactly one holding its tables (as vllm/0.19.0/gemm_perf.csv.gz), or remove the backend folder", dir)
+	}
 	if len(vs) != 1 {
 		sort.Strings(vs)
 		return "", "", fmt.Errorf("kernels: %s holds versions %v; want exactly one", dir, vs)
