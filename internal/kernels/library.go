@@ -24,9 +24,10 @@ type Library struct {
 	// ("" for no cache; see cache.go).
 	CacheDir string
 
-	mu   sync.Mutex
-	sets map[string]*Set
-	errs map[string]error
+	mu      sync.Mutex
+	sets    map[string]*Set
+	errs    map[string]error
+	present map[string]bool // system/backend -> the folder exists
 }
 
 // Open indexes a kernel tree: resolve maps a system folder's name to the
@@ -37,7 +38,7 @@ func Open(dir string, resolve func(system string) (gpu *catalog.GPU, ok bool)) (
 		return nil, err
 	}
 	l := &Library{dir: dir, systemOf: map[string]string{}, measured: map[string]*catalog.GPU{},
-		sets: map[string]*Set{}, errs: map[string]error{}}
+		sets: map[string]*Set{}, errs: map[string]error{}, present: map[string]bool{}}
 	for _, s := range systems {
 		if g, ok := resolve(s); ok {
 			l.systemOf[g.Name], l.measured[g.Name] = s, g
@@ -67,14 +68,22 @@ func (l *Library) Set(gpu string, backend perf.Backend) (*Set, error) {
 	return s, err
 }
 
-// has says whether the tree holds a backend's tables for a catalog GPU.
+// has says whether the tree holds a backend's tables for a catalog GPU,
+// looking once (every worker asks).
 func (l *Library) has(gpu string, backend perf.Backend) bool {
 	system, ok := l.systemOf[gpu]
 	if !ok {
 		return false
 	}
+	key := system + "/" + string(backend)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.present[key]; ok {
+		return h
+	}
 	_, err := os.Stat(filepath.Join(l.dir, system, string(backend)))
-	return !errors.Is(err, os.ErrNotExist)
+	l.present[key] = !errors.Is(err, os.ErrNotExist)
+	return l.present[key]
 }
 
 // Source is the performance model's view of the library: a GPU's own
