@@ -41,12 +41,12 @@ func TestBorrowedTablesAnswerANeighbour(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw := Tables(src)
+			raw := perf.Kernels(seconds{src})
 			scaled := perf.ScaledKernels(raw, catalog.WholeDevice(gf), catalog.WholeDevice(gt))
 			by := map[string]*errs{}
 			for _, smp := range held {
-				s, ok1 := BorrowedTime(scaled, smp)
-				r, ok2 := BorrowedTime(raw, smp)
+				s, ok1 := borrowedTime(scaled, smp)
+				r, ok2 := borrowedTime(raw, smp)
 				if !ok1 || !ok2 {
 					continue
 				}
@@ -96,4 +96,24 @@ func sortedOps[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// borrowedTime answers a sample measured on one GPU from another GPU's
+// set through k, the performance model's view of that set (scaled or
+// not): the operations the model prices from tables (GEMM, context and
+// generation attention, generation MLA). ok is false for other kinds.
+func borrowedTime(k perf.Kernels, smp Sample) (ms float64, ok bool) {
+	x := smp.Key
+	var secs float64
+	switch smp.Op {
+	case OpGEMM:
+		secs, ok = k.GEMM(smp.Dtype, x[0], x[1], x[2])
+	case OpContextAttention:
+		secs, ok = k.ContextAttention(smp.Attn.AttnDtype, smp.Attn.KVDtype, smp.Attn.HeadDim, smp.Attn.Window, x[0], x[1], x[2], x[3])
+	case OpGenerationAttention:
+		secs, ok = k.GenerationAttention(smp.Attn.KVDtype, smp.Attn.HeadDim, smp.Attn.Window, x[0], x[1], x[2], x[3])
+	case OpGenerationMLA:
+		secs, ok = k.GenerationMLA(smp.Attn.KVDtype, x[0], x[1], x[2])
+	}
+	return secs * 1e3, ok
 }
