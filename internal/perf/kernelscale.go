@@ -149,6 +149,14 @@ func (p *Params) tablesFor(d catalog.Device, b Backend) (k Kernels, note string,
 	return scaledKernels{k: k, from: catalog.WholeDevice(on), to: d}, note, nil
 }
 
+// measuredOn names the GPU whose tables k holds, priced for device d.
+func measuredOn(k Kernels, d catalog.Device) string {
+	if s, ok := k.(scaledKernels); ok {
+		return s.from.GPU.Name
+	}
+	return d.GPU.Name
+}
+
 // ScaledKernels prices operations on device to from tables measured on
 // from, as the model does for a slice or a GPU without tables; all-reduces
 // are left unanswered.

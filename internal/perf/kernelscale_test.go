@@ -133,6 +133,9 @@ func TestTablesFor(t *testing.T) {
 		if _, isScaled := got.(scaledKernels); isScaled != tc.scaled {
 			t.Errorf("%s from %q: scaled %v, want %v", tc.dev.Name(), tc.on, isScaled, tc.scaled)
 		}
+		if want := map[bool]string{true: tc.on, false: tc.dev.GPU.Name}[tc.on != "" && tc.on != "none"]; got != nil && measuredOn(got, tc.dev) != want {
+			t.Errorf("%s from %q: tables named as %s's, want %s's", tc.dev.Name(), tc.on, measuredOn(got, tc.dev), want)
+		}
 		if !strings.Contains(note, tc.note) || (tc.note == "") != (note == "") {
 			t.Errorf("%s from %q: note %q, want %q", tc.dev.Name(), tc.on, note, tc.note)
 		}

@@ -504,7 +504,7 @@ func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
 			return mk, err
 		}
 		if mk != nil {
-			table := fmt.Sprintf("the measured %s %s fused-MoE table of %s", w.cfg.Backend, w.cfg.Weights, d.GPU.Name)
+			table := fmt.Sprintf("the measured %s %s fused-MoE table of %s", w.cfg.Backend, w.cfg.Weights, measuredOn(w.tables, d))
 			w.notes = append(w.notes, givesWay(table, mk.DecodeStreaming(peak, bw, wb), "the", "with the embedded summaries"))
 		}
 	}
