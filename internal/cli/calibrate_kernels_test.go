@@ -355,6 +355,7 @@ func TestCalibrateOps(t *testing.T) {
 		{[]string{"calibrate", "ops", "--kernels", dir, "--hold-one-in", "1"}, "--hold-one-in: 1; use 2 to 1000"},
 		{[]string{"calibrate", "ops", "--kernels", t.TempDir()}, "no system folders"},
 		{[]string{"calibrate", "ops", "--kernels", dir, "--hold-one-in", "1000"}, "no table row was held out"},
+		{[]string{"calibrate", "ops", "--kernels", dir, "--borrowed"}, "no two measured GPUs share an architecture"},
 	} {
 		if _, _, err := run(t, bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: error %v, want one containing %q", bad.args, err, bad.want)

@@ -52,8 +52,24 @@ func keptOut(a kernels.SetAccuracy) string {
 	return strings.Join(parts, "; ")
 }
 
+// borrowTable lists each pair's borrowed accuracy, then the pooled kinds.
+type borrowTable struct{ rep *kernels.BorrowReport }
+
+func (t borrowTable) Header() []string {
+	return []string{"OP", "GPU", "TABLES OF", "BACKEND", "HELD OUT", "MAPE SCALED", "MAPE UNSCALED"}
+}
+
+func (t borrowTable) Rows() [][]string {
+	var rows [][]string
+	for _, a := range append(append([]kernels.BorrowAccuracy{}, t.rep.Pairs...), t.rep.Pooled...) {
+		rows = append(rows, []string{a.Op, a.To, a.From, a.Backend, fmt.Sprint(a.N), pct(a.MAPE), pct(a.Unscaled)})
+	}
+	return rows
+}
+
 func newCalibrateOpsCmd(g *globals) *cobra.Command {
 	var holdOneIn int
+	var borrowed bool
 	cmd := &cobra.Command{
 		Use:   "ops",
 		Short: "Test a kernel tree's tables on their own held-out rows, per operation kind",
@@ -65,8 +81,14 @@ gated delta-net (linear attention), all-reduce and fused MoE. Rows the loader ke
 (faster than the GPU's roofline, stalls, shapes the keys cannot hold) are counted, not scored. Run it
 on a kernel tree before pointing --kernels at it.
 
+--borrowed tries instead the tables a GPU without its own borrows (a MIG or vGPU slice, an L4, an
+H100 NVL): for every pair of measured GPUs of one architecture and major compute capability, the
+held-out rows of one are answered from the other's tables, scaled to its SMs and bandwidth as
+--kernels scales them, and as they stand.
+
   gpuplane calibrate ops --kernels ../shared/reference/kernels
-  gpuplane calibrate ops --kernels ../shared/reference/kernels -o json`,
+  gpuplane calibrate ops --kernels ../shared/reference/kernels -o json
+  gpuplane calibrate ops --kernels ../shared/reference/kernels --borrowed`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.kernelsDir == "" {
@@ -78,6 +100,24 @@ on a kernel tree before pointing --kernels at it.
 			f, err := g.format()
 			if err != nil {
 				return err
+			}
+			if borrowed {
+				if _, err := g.env(); err != nil {
+					return err
+				}
+				rep, err := g.kernels.EvaluateBorrowed(holdOneIn, func(i, n int, to, from, backend string) {
+					fmt.Fprintf(g.stderr, "[%d/%d] %s from %s, %s\n", i, n, to, from, backend)
+				})
+				if err != nil {
+					return err
+				}
+				if len(rep.Pairs) == 0 {
+					return fmt.Errorf("--kernels %s: no two measured GPUs share an architecture and compute capability, so no borrowing can be tried", g.kernelsDir)
+				}
+				if f != output.Table {
+					return output.Write(g.stdout, f, rep)
+				}
+				return output.WriteTable(g.stdout, borrowTable{rep})
 			}
 			acc, err := kernels.EvaluateTree(g.kernelsDir, holdOneIn, func(i, n int, system, backend string) {
 				fmt.Fprintf(g.stderr, "[%d/%d] %s/%s\n", i, n, system, backend)
@@ -95,5 +135,6 @@ on a kernel tree before pointing --kernels at it.
 		},
 	}
 	cmd.Flags().IntVar(&holdOneIn, "hold-one-in", 10, "hold out about one row in this many of every table")
+	cmd.Flags().BoolVar(&borrowed, "borrowed", false, "try the tables a GPU without its own borrows: each measured GPU's held-out rows answered from another of its architecture's tables")
 	return cmd
 }

@@ -22,11 +22,12 @@ const streamingCeiling = 0.9
 // GPU). The tables show kernels limited by their SMs far more often than
 // by memory: an H200 (the H100's SMs, 1.43x its bandwidth) times decode
 // attention within 3% of the H100. So a measured time keeps its fixed part
-// and scales the rest by the ratio of the SMs' throughput (the tensor peak
-// at the operation's precision), and is held no faster than streaming its
-// bytes at the ceiling of the device's bandwidth. A time the source could
-// only reach at its own bandwidth ceiling was memory-bound there, and
-// follows the bandwidth alone.
+// and scales the rest by the ratio of the SMs' throughput, and is held no
+// faster than streaming its bytes at the ceiling of the device's bandwidth.
+// A time the source could only reach at its own bandwidth ceiling was
+// memory-bound there, and follows the bandwidth alone. The SMs' throughput
+// is the bf16 tensor peak (SMs x clock) whatever the operation's precision:
+// the B300's fp4 peak is 1.55x the B200's, and its fp4 GEMM tables are not.
 type scaledKernels struct {
 	k        Kernels
 	from, to catalog.Device
@@ -36,7 +37,7 @@ func (s scaledKernels) scale(secs float64, ok bool, p catalog.Precision, bytes f
 	if !ok {
 		return 0, false
 	}
-	pf, pt := s.from.PeakTFLOPS(p), s.to.PeakTFLOPS(p)
+	pf, pt := s.from.PeakTFLOPS(catalog.BF16), s.to.PeakTFLOPS(catalog.BF16)
 	bf, bt := s.from.BandwidthGBps()*1e9*streamingCeiling, s.to.BandwidthGBps()*1e9*streamingCeiling
 	if !(pf > 0) || !(pt > 0) || !(bf > 0) || !(bt > 0) {
 		return 0, false

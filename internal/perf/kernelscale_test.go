@@ -59,7 +59,9 @@ func TestScaledKernelsFollowSMsAndBandwidth(t *testing.T) {
 			return s.GenerationAttention("fp8", 128, 0, 64, 8, 64, 8192)
 		}, kernelFixedSecs + (1e-3-kernelFixedSecs)/mig.ComputeFraction},
 		{"fp8 GEMM on a slower-clocked Hopper", 1e-3, whole, nvl, decodeGEMM,
-			kernelFixedSecs + (1e-3-kernelFixedSecs)*whole.PeakTFLOPS(catalog.FP8)/nvl.PeakTFLOPS(catalog.FP8)},
+			kernelFixedSecs + (1e-3-kernelFixedSecs)*whole.PeakTFLOPS(catalog.BF16)/nvl.PeakTFLOPS(catalog.BF16)},
+		{"fp4 GEMM on a B300: its SMs, not its fp4 peak", 1e-3, device(t, "b200_sxm", ""), device(t, "b300_sxm", ""),
+			func(s scaledKernels) (float64, bool) { return s.GEMM("nvfp4", 8192, 8192, 8192) }, 1e-3},
 		{"a GEMM at the source's bandwidth ceiling", 20e-6, whole, nvl, decodeGEMM, 20e-6 * whole.BandwidthGBps() / nvl.BandwidthGBps()},
 		{"more bandwidth does not speed an SM-limited kernel", 1e-3, whole, h200, decodeGEMM, 1e-3},
 		{"less bandwidth holds a kernel to its ceiling", 18e-6, h200, whole, decodeGEMM, decodeBytes / (streamingCeiling * whole.BandwidthGBps() * 1e9)},
