@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
@@ -103,4 +104,42 @@ func TestLibraryVersionFolders(t *testing.T) {
 			t.Errorf("%s: %v, want %q", be, err, want)
 		}
 	}
+}
+
+// Workers are built concurrently (calibrate predicts in parallel), and
+// each asks the library for its tables.
+func TestLibraryConcurrentLookups(t *testing.T) {
+	cat := catalog.MustDefault()
+	dir := fakeTree(t, map[string][]string{"h100_sxm": {"vllm"}, "l40s": {"sglang"}})
+	lib, err := Open(dir, func(system string) (*catalog.GPU, bool) {
+		g, err := cat.GPU(system)
+		return g, err == nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := lib.Source()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, name := range []string{"h100_nvl", "l4", "a10", "rtx_pro_6000"} {
+				g, err := cat.GPU(name)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				be := []perf.Backend{perf.VLLM, perf.SGLang}[i%2]
+				// No version folders: a GPU that borrows gets the loader's
+				// error, one that borrows nothing gets nothing.
+				borrows := (name == "h100_nvl" && be == perf.VLLM) || (name == "l4" && be == perf.SGLang)
+				k, _, err := src(g, be)
+				if k != nil || (err != nil) != borrows {
+					t.Errorf("%s under %s: tables %v, error %v; want an error %v", name, be, k, err, borrows)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
