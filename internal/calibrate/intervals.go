@@ -192,13 +192,16 @@ func CalibratedIntervals(preds []Prediction, by string, env estimate.Env, source
 		if kind == nil {
 			continue // too few runs
 		}
-		kind.Kernels = env.Params != nil && env.Params.Kernels != nil
 		iv.Kinds[k] = kind
 		c, err := crossCoverageAt(kp, by, env, t)
 		if err != nil {
 			return nil, Coverage{}, err
 		}
 		cov.add(c)
+	}
+	if env.Params != nil && env.Params.Kernels != nil {
+		// Spreads of the tables' predictions hold for those alone.
+		iv.Kinds, iv.KernelKinds = map[string]*perf.IntervalKind{}, iv.Kinds
 	}
 	return iv, cov.coverage(), nil
 }

@@ -109,16 +109,16 @@ func TestCalibratedIntervalsCoverUnseenGroups(t *testing.T) {
 			if k == nil {
 				t.Fatal("no interval")
 			}
-			if k.Kernels {
-				t.Error("spreads measured on the roofline are marked as measured with --kernels")
+			if iv.KernelKinds[tc.kind] != nil {
+				t.Error("spreads measured on the roofline are filed as measured with --kernels")
 			}
 			tables := &perf.Params{Kernels: func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) { return nil, nil, nil }}
 			withTables, _, err := CalibratedIntervals(tc.preds, "campaign", estimate.Env{Params: tables}, "test")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if kt := withTables.For(tc.kind); kt == nil || !kt.Kernels {
-				t.Errorf("spreads measured with --kernels are not marked so: %+v", kt)
+			if kt := withTables.KernelKinds[tc.kind]; kt == nil || withTables.For(tc.kind) != nil || *kt != *k {
+				t.Errorf("spreads measured with --kernels are not filed as such: %+v", withTables)
 			}
 			last := IntervalTails[len(IntervalTails)-1]
 			for name, c := range map[string][3]float64{"ttft": {nominal.TTFTInside, cov.TTFTInside, tailOf(k.TTFT)}, "tpot": {nominal.TPOTInside, cov.TPOTInside, tailOf(k.TPOT)}} {

@@ -123,12 +123,14 @@ func FitMoETerms(env estimate.Env, cases []Case, grid MoEGrid, by string, progre
 func (r *MoEResult) Params(start *perf.Params) *perf.Params {
 	p := withMoETerms(start, func(b perf.Backend) MoETerms { return r.Chosen[b] })
 	fresh := r.intervals
-	iv := &perf.Intervals{Kinds: map[string]*perf.IntervalKind{}}
+	iv := &perf.Intervals{Kinds: map[string]*perf.IntervalKind{}, KernelKinds: map[string]*perf.IntervalKind{}}
 	if p.Intervals != nil {
 		iv.Source = p.Intervals.Source
 		maps.Copy(iv.Kinds, p.Intervals.Kinds)
+		maps.Copy(iv.KernelKinds, p.Intervals.KernelKinds)
 	}
 	maps.Copy(iv.Kinds, fresh.Kinds)
+	maps.Copy(iv.KernelKinds, fresh.KernelKinds)
 	if note := fmt.Sprintf("; MoE kinds: gpuplane calibrate moe, terms held out by %s", r.By); !strings.Contains(iv.Source, note) {
 		iv.Source += note
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gpuplane/gpuplane/internal/calibrate"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/output"
+	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/serving"
 )
 
@@ -154,10 +155,7 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 					return err
 				}
 				if out != "" {
-					// The starting parameters with the held-out intervals.
-					p := env.Params.Clone()
-					p.Intervals = rep.Intervals
-					if err := writeParams(g, out, p); err != nil {
+					if err := writeParams(g, out, withHeldOutIntervals(env.Params, rep.Intervals)); err != nil {
 						return err
 					}
 				}
@@ -207,4 +205,21 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 	cmd.Flags().StringVar(&harness, "harness", string(calibrate.DefaultHarness), "benchmark client the measured runs are predicted under: steady, burst or queued")
 	cmd.AddCommand(newCalibrateHarnessesCmd(g), newCalibrateDecisionsCmd(g), newCalibrateKernelsCmd(g), newCalibrateMoECmd(g), newCalibrateOpsCmd(g), newCalibrateHandoffCmd(g), newCalibrateADPCmd(g), newCalibratePoolsCmd(g), newCalibrateTTFTFloorCmd(g), newCalibrateFrontendCmd(g), newCalibrateSpecCmd(g))
 	return cmd
+}
+
+// withHeldOutIntervals is the starting parameters with the held-out
+// intervals of a cross-validation; the spreads of the other pricing (with
+// or without --kernels) stay as they were.
+func withHeldOutIntervals(start *perf.Params, fresh *perf.Intervals) *perf.Params {
+	p := start.Clone()
+	iv := *fresh
+	if old := start.Intervals; old != nil {
+		if start.Kernels != nil {
+			iv.Kinds = old.Kinds
+		} else {
+			iv.KernelKinds = old.KernelKinds
+		}
+	}
+	p.Intervals = &iv
+	return p
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
 	"github.com/gpuplane/gpuplane/internal/sharedtest"
 )
@@ -538,5 +539,28 @@ func TestCalibrateSpec(t *testing.T) {
 	}
 	if _, _, err := run(t, "calibrate", "spec", "--data", dir, "--grid", "2,3"); err == nil || !strings.Contains(err.Error(), "must start at 0") {
 		t.Errorf("grid without 0: %v", err)
+	}
+}
+
+// calibrate --cv --out writes its spreads where they belong and keeps the
+// other pricing's spreads of the starting parameters.
+func TestHeldOutIntervalsKeepTheOtherPricing(t *testing.T) {
+	r := perf.Ratio{P10: 0.8, P50: 1, P90: 1.2}
+	kind := func(n int) map[string]*perf.IntervalKind {
+		return map[string]*perf.IntervalKind{"vllm/dense-agg": {N: n, TTFT: r, TPOT: r}}
+	}
+	start := perf.MustDefaultParams()
+	start.Intervals = &perf.Intervals{Kinds: kind(1), KernelKinds: kind(2)}
+	got := withHeldOutIntervals(start, &perf.Intervals{Kinds: kind(3)})
+	if got.Intervals.Kinds["vllm/dense-agg"].N != 3 || got.Intervals.KernelKinds["vllm/dense-agg"].N != 2 {
+		t.Errorf("roofline run: %+v", got.Intervals)
+	}
+	start.Kernels = func(*catalog.GPU, perf.Backend) (perf.Kernels, *catalog.GPU, error) { return nil, nil, nil }
+	got = withHeldOutIntervals(start, &perf.Intervals{KernelKinds: kind(4)})
+	if got.Intervals.Kinds["vllm/dense-agg"].N != 1 || got.Intervals.KernelKinds["vllm/dense-agg"].N != 4 {
+		t.Errorf("run with --kernels: %+v", got.Intervals)
+	}
+	if start.Intervals.Kinds["vllm/dense-agg"].N != 1 || start.Intervals.KernelKinds["vllm/dense-agg"].N != 2 {
+		t.Errorf("the starting parameters changed: %+v", start.Intervals)
 	}
 }

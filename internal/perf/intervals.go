@@ -26,9 +26,6 @@ type IntervalKind struct {
 	N    int   `json:"n"`
 	TTFT Ratio `json:"ttft"`
 	TPOT Ratio `json:"tpot"`
-	// Kernels says the predictions the spread was measured on priced
-	// operations from kernel tables (--kernels).
-	Kernels bool `json:"kernels,omitempty"`
 }
 
 // Intervals are the held-out spreads per kind of query, keyed
@@ -36,6 +33,10 @@ type IntervalKind struct {
 type Intervals struct {
 	Source string                   `json:"source,omitempty"`
 	Kinds  map[string]*IntervalKind `json:"kinds"`
+	// KernelKinds are spreads of predictions that priced operations from
+	// kernel tables (--kernels): the tables move the predictions, so a
+	// spread holds only for predictions priced the way it was measured.
+	KernelKinds map[string]*IntervalKind `json:"kernelKinds,omitempty"`
 }
 
 // IntervalKey names a kind of query.
@@ -61,17 +62,21 @@ func (iv *Intervals) For(key string) *IntervalKind {
 // (dense aggregated TPOT 10.2% MAPE on the roofline, 17.5% with the
 // tables). Where the kind has a spread measured the other way, why says so.
 func (p *Params) IntervalFor(key string) (k *IntervalKind, why string) {
-	k = p.Intervals.For(key)
-	if k == nil {
+	iv := p.Intervals
+	if iv == nil {
 		return nil, ""
 	}
-	if tables := p.Kernels != nil; k.Kernels != tables {
-		if k.Kernels {
-			return nil, fmt.Sprintf("the parameters' held-out spread of %s runs was measured with --kernels, which moves the predictions; add --kernels, or use parameters whose spreads were measured without it", key)
-		}
-		return nil, fmt.Sprintf("the parameters' held-out spread of %s runs was measured without --kernels, which moves the predictions; leave out --kernels, or use --params from gpuplane --kernels DIR calibrate --cv model --out FILE", key)
+	own, other, how, fix := iv.Kinds, iv.KernelKinds, "with --kernels", "add --kernels, or use parameters whose spreads were measured without it"
+	if p.Kernels != nil {
+		own, other, how, fix = iv.KernelKinds, iv.Kinds, "without --kernels", "leave out --kernels, or use --params from gpuplane --kernels DIR calibrate --cv model --out FILE"
 	}
-	return k, ""
+	if k := own[key]; k != nil {
+		return k, ""
+	}
+	if other[key] != nil {
+		return nil, fmt.Sprintf("the parameters' held-out spread of %s runs was measured %s, which moves the predictions; %s", key, how, fix)
+	}
+	return nil, ""
 }
 
 // Interval is the 80% interval of a prediction.
@@ -116,22 +121,27 @@ func Quantile(sorted []float64, q float64) float64 {
 }
 
 func (iv *Intervals) validate() error {
-	keys := make([]string, 0, len(iv.Kinds))
-	for k := range iv.Kinds {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		kind := iv.Kinds[k]
-		if kind == nil || kind.N < 1 {
-			return fmt.Errorf("intervals.kinds.%s: n must be at least 1", k)
+	for _, set := range []struct {
+		name  string
+		kinds map[string]*IntervalKind
+	}{{"kinds", iv.Kinds}, {"kernelKinds", iv.KernelKinds}} {
+		keys := make([]string, 0, len(set.kinds))
+		for k := range set.kinds {
+			keys = append(keys, k)
 		}
-		for name, r := range map[string]Ratio{"ttft": kind.TTFT, "tpot": kind.TPOT} {
-			if !(r.P10 > 0 && r.P10 <= r.P50 && r.P50 <= r.P90 && r.P90 < 1000) {
-				return fmt.Errorf("intervals.kinds.%s.%s: p10 %g, p50 %g, p90 %g must be positive, rising and under 1000", k, name, r.P10, r.P50, r.P90)
+		sort.Strings(keys)
+		for _, k := range keys {
+			kind := set.kinds[k]
+			if kind == nil || kind.N < 1 {
+				return fmt.Errorf("intervals.%s.%s: n must be at least 1", set.name, k)
 			}
-			if !(r.Tail >= 0 && r.Tail <= NominalTail) {
-				return fmt.Errorf("intervals.kinds.%s.%s.tail: %g must be in (0, %g], or 0 for %g", k, name, r.Tail, NominalTail, NominalTail)
+			for name, r := range map[string]Ratio{"ttft": kind.TTFT, "tpot": kind.TPOT} {
+				if !(r.P10 > 0 && r.P10 <= r.P50 && r.P50 <= r.P90 && r.P90 < 1000) {
+					return fmt.Errorf("intervals.%s.%s.%s: p10 %g, p50 %g, p90 %g must be positive, rising and under 1000", set.name, k, name, r.P10, r.P50, r.P90)
+				}
+				if !(r.Tail >= 0 && r.Tail <= NominalTail) {
+					return fmt.Errorf("intervals.%s.%s.%s.tail: %g must be in (0, %g], or 0 for %g", set.name, k, name, r.Tail, NominalTail, NominalTail)
+				}
 			}
 		}
 	}

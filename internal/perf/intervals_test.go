@@ -90,27 +90,34 @@ func TestDefaultParamsCarryIntervals(t *testing.T) {
 // the roofline, or from kernel tables.
 func TestIntervalForFollowsKernels(t *testing.T) {
 	tables := func(*catalog.GPU, Backend) (Kernels, *catalog.GPU, error) { return nil, nil, nil }
-	r := Ratio{P10: 0.8, P50: 1, P90: 1.3}
+	roof := &IntervalKind{N: 30, TTFT: Ratio{P10: 0.8, P50: 1, P90: 1.3}, TPOT: Ratio{P10: 0.8, P50: 1, P90: 1.3}}
+	tab := &IntervalKind{N: 20, TTFT: Ratio{P10: 0.5, P50: 1, P90: 2}, TPOT: Ratio{P10: 0.5, P50: 1, P90: 2}}
+	key := "vllm/dense-agg"
 	for _, tc := range []struct {
-		name         string
-		measuredWith bool
-		source       KernelSource
-		want         bool
-		why          string
+		name        string
+		kinds, kern map[string]*IntervalKind
+		source      KernelSource
+		want        *IntervalKind
+		why         string
 	}{
-		{"roofline spread, roofline run", false, nil, true, ""},
-		{"roofline spread, run with tables", false, tables, false, "measured without --kernels"},
-		{"tables spread, run with tables", true, tables, true, ""},
-		{"tables spread, roofline run", true, nil, false, "measured with --kernels"},
+		{"roofline spread, roofline run", map[string]*IntervalKind{key: roof}, nil, nil, roof, ""},
+		{"roofline spread, run with tables", map[string]*IntervalKind{key: roof}, nil, tables, nil, "measured without --kernels"},
+		{"both, run with tables", map[string]*IntervalKind{key: roof}, map[string]*IntervalKind{key: tab}, tables, tab, ""},
+		{"both, roofline run", map[string]*IntervalKind{key: roof}, map[string]*IntervalKind{key: tab}, nil, roof, ""},
+		{"tables spread, roofline run", nil, map[string]*IntervalKind{key: tab}, nil, nil, "measured with --kernels"},
+		{"another kind only", map[string]*IntervalKind{"sglang/moe-agg": roof}, nil, tables, nil, ""},
 	} {
-		p := &Params{Kernels: tc.source, Intervals: &Intervals{Kinds: map[string]*IntervalKind{
-			"vllm/dense-agg": {N: 30, TTFT: r, TPOT: r, Kernels: tc.measuredWith}}}}
-		k, why := p.IntervalFor("vllm/dense-agg")
-		if (k != nil) != tc.want || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
-			t.Errorf("%s: kind %v, why %q; want a kind %v, why %q", tc.name, k, why, tc.want, tc.why)
+		p := &Params{Kernels: tc.source, Intervals: &Intervals{Kinds: tc.kinds, KernelKinds: tc.kern}}
+		k, why := p.IntervalFor(key)
+		if k != tc.want || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
+			t.Errorf("%s: kind %v, why %q; want %v, why %q", tc.name, k, why, tc.want, tc.why)
 		}
 	}
-	if k, why := (&Params{}).IntervalFor("vllm/dense-agg"); k != nil || why != "" {
+	if k, why := (&Params{}).IntervalFor(key); k != nil || why != "" {
 		t.Errorf("no intervals: %v, %q", k, why)
+	}
+	bad := &Intervals{KernelKinds: map[string]*IntervalKind{key: {N: 0}}}
+	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "intervals.kernelKinds.vllm/dense-agg: n must be at least 1") {
+		t.Errorf("a bad kernel kind: %v", err)
 	}
 }
