@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,7 @@ func TestCalibrateCVAndKernelsFlagErrors(t *testing.T) {
 func TestEstimateWithKernels(t *testing.T) {
 	dir := sharedtest.Path(t, "reference", "kernels")
 	type result struct {
+		TTFT         float64   `json:"ttft_ms"`
 		TPOT         float64   `json:"tpot_ms"`
 		TTFTInterval []float64 `json:"ttft_ms_interval"`
 		Notes        []string  `json:"notes"`
@@ -115,14 +117,37 @@ func TestEstimateWithKernels(t *testing.T) {
 	if plain.TPOT == whole.TPOT {
 		t.Errorf("h100 TPOT %v with and without kernels", plain.TPOT)
 	}
-	// The embedded spreads were measured on the roofline: with the tables
-	// they would bound other predictions, so neither estimate nor configure
-	// uses them.
-	if len(plain.TTFTInterval) != 2 || whole.TTFTInterval != nil || !strings.Contains(strings.Join(whole.Notes, "\n"), "no 80% interval") {
-		t.Errorf("intervals without kernels %v, with %v (notes %q)", plain.TTFTInterval, whole.TTFTInterval, whole.Notes)
+	// Each pricing takes its interval from the spreads measured its way.
+	iv := perf.MustDefaultParams().Intervals
+	for _, c := range []struct {
+		name string
+		r    result
+		kind *perf.IntervalKind
+	}{{"roofline", plain, iv.Kinds["trtllm/dense-agg"]}, {"--kernels", whole, iv.KernelKinds["trtllm/dense-agg"]}} {
+		if c.kind == nil || len(c.r.TTFTInterval) != 2 || math.Abs(c.r.TTFTInterval[0]/c.r.TTFT-c.kind.TTFT.P10) > 1e-6 {
+			t.Errorf("%s: ttft %v, interval %v; want p10 %v of the spread measured that way", c.name, c.r.TTFT, c.r.TTFTInterval, c.kind)
+		}
 	}
-	if _, _, err := run(t, "--kernels", dir, "configure", "--confidence", "0.9"); err == nil || !strings.Contains(err.Error(), "measured without --kernels") {
+	// Parameters whose spreads were measured on the roofline alone give a
+	// --kernels estimate no interval, and configure refuses to use them.
+	roofOnly := perf.MustDefaultParams()
+	roofOnly.Intervals.KernelKinds = nil
+	b, err := roofOnly.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "roof.yaml")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := get("--gpu", "h100_sxm", "--kernels", dir, "--params", file); r.TTFTInterval != nil || !strings.Contains(strings.Join(r.Notes, "\n"), "no 80% interval") {
+		t.Errorf("roofline spreads with --kernels: interval %v, notes %q", r.TTFTInterval, r.Notes)
+	}
+	if _, _, err := run(t, "--kernels", dir, "--params", file, "configure", "--confidence", "0.9"); err == nil || !strings.Contains(err.Error(), "measured without --kernels") {
 		t.Errorf("configure --confidence with --kernels: %v", err)
+	}
+	if _, _, err := run(t, "--kernels", dir, "configure", "--confidence", "0.9"); err != nil {
+		t.Errorf("configure --confidence with --kernels and the embedded spreads: %v", err)
 	}
 	slice := get("--gpu", "h100_sxm:3g.40gb", "--kernels", dir)
 	if a := get("--gpu", "h100_sxm:3g.40gb"); a.TPOT == slice.TPOT || slice.TPOT <= whole.TPOT {
