@@ -2,11 +2,11 @@ package calibrate
 
 import (
 	"fmt"
-	"github.com/gpuplane/gpuplane/internal/catalog"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
