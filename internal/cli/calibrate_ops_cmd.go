@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,7 +62,7 @@ func (t borrowTable) Header() []string {
 
 func (t borrowTable) Rows() [][]string {
 	var rows [][]string
-	for _, a := range append(append([]kernels.BorrowAccuracy{}, t.rep.Pairs...), t.rep.Pooled...) {
+	for _, a := range slices.Concat(t.rep.Pairs, t.rep.Pooled) {
 		rows = append(rows, []string{a.Op, a.To, a.From, a.Backend, fmt.Sprint(a.N), pct(a.MAPE), pct(a.Unscaled)})
 	}
 	return rows

@@ -52,17 +52,24 @@ func (l *Library) EvaluateBorrowed(n int, progress func(i, total int, to, from, 
 	for _, a := range names {
 		for _, b := range names {
 			ga, gb := l.measured[a], l.measured[b]
-			if a == b || ga.Architecture != gb.Architecture || perf.CCMajor(ga.ComputeCapability) != perf.CCMajor(gb.ComputeCapability) {
+			if a == b || !perf.SameKernels(ga, gb) {
 				continue
 			}
-			for _, be := range []perf.Backend{perf.TRTLLM, perf.VLLM, perf.SGLang} {
+			for _, be := range perf.Backends {
 				if l.has(a, be) && l.has(b, be) {
 					pairs = append(pairs, pair{ga, gb, be})
 				}
 			}
 		}
 	}
-	type errs struct{ scaled, raw []float64 }
+	// Sums of absolute percentage errors, scaled and unscaled.
+	type errs struct {
+		n           int
+		scaled, raw float64
+	}
+	accuracy := func(e *errs, to, from, backend, op string) BorrowAccuracy {
+		return BorrowAccuracy{To: to, From: from, Backend: backend, Op: op, N: e.n, MAPE: e.scaled / float64(e.n), Unscaled: e.raw / float64(e.n)}
+	}
 	rep := &BorrowReport{HoldOneIn: n}
 	pooled := map[string]*errs{}
 	for i, p := range pairs {
@@ -92,21 +99,20 @@ func (l *Library) EvaluateBorrowed(n int, progress func(i, total int, to, from, 
 					e = &errs{}
 					m[smp.Op] = e
 				}
-				e.scaled = append(e.scaled, 100*math.Abs(s/smp.Latency-1))
-				e.raw = append(e.raw, 100*math.Abs(r/smp.Latency-1))
+				e.n++
+				e.scaled += 100 * math.Abs(s/smp.Latency-1)
+				e.raw += 100 * math.Abs(r/smp.Latency-1)
 			}
 		}
 		for _, op := range borrowedOps {
 			if e := by[op]; e != nil {
-				rep.Pairs = append(rep.Pairs, BorrowAccuracy{To: p.to.Name, From: p.from.Name, Backend: string(p.backend), Op: op,
-					N: len(e.scaled), MAPE: mean(e.scaled), Unscaled: mean(e.raw)})
+				rep.Pairs = append(rep.Pairs, accuracy(e, p.to.Name, p.from.Name, string(p.backend), op))
 			}
 		}
 	}
 	for _, op := range borrowedOps {
 		if e := pooled[op]; e != nil {
-			rep.Pooled = append(rep.Pooled, BorrowAccuracy{To: "all", From: "all", Backend: "all", Op: op,
-				N: len(e.scaled), MAPE: mean(e.scaled), Unscaled: mean(e.raw)})
+			rep.Pooled = append(rep.Pooled, accuracy(e, "all", "all", "all", op))
 		}
 	}
 	return rep, nil

@@ -118,7 +118,7 @@ func (l *Library) stands(gpu *catalog.GPU, b perf.Backend) *catalog.GPU {
 	names := slices.Sorted(maps.Keys(l.measured))
 	for _, n := range names {
 		m := l.measured[n]
-		if m.Architecture != gpu.Architecture || perf.CCMajor(m.ComputeCapability) != perf.CCMajor(gpu.ComputeCapability) || !l.has(n, b) {
+		if !perf.SameKernels(m, gpu) || !l.has(n, b) {
 			continue
 		}
 		if d := specDistance(gpu, m); d < bestD {

@@ -29,40 +29,43 @@ const streamingCeiling = 0.9
 // is the bf16 tensor peak (SMs x clock) whatever the operation's precision:
 // the B300's fp4 peak is 1.55x the B200's, and its fp4 GEMM tables are not.
 type scaledKernels struct {
-	k        Kernels
-	from, to catalog.Device
+	k    Kernels
+	from catalog.Device
+	// sm is the source's SM throughput over the device's; streamFrom and
+	// streamTo are their bandwidth ceilings in bytes/s. All are set once
+	// (newScaledKernels); ok is false where a rate is not positive.
+	sm, streamFrom, streamTo float64
+	ok                       bool
 }
 
-func (s scaledKernels) scale(secs float64, ok bool, p catalog.Precision, bytes float64) (float64, bool) {
-	if !ok {
-		return 0, false
-	}
-	pf, pt := s.from.PeakTFLOPS(catalog.BF16), s.to.PeakTFLOPS(catalog.BF16)
-	bf, bt := s.from.BandwidthGBps()*1e9*streamingCeiling, s.to.BandwidthGBps()*1e9*streamingCeiling
-	if !(pf > 0) || !(pt > 0) || !(bf > 0) || !(bt > 0) {
+func newScaledKernels(k Kernels, from, to catalog.Device) scaledKernels {
+	pf, pt := from.PeakTFLOPS(catalog.BF16), to.PeakTFLOPS(catalog.BF16)
+	bf, bt := from.BandwidthGBps()*1e9*streamingCeiling, to.BandwidthGBps()*1e9*streamingCeiling
+	return scaledKernels{k: k, from: from, sm: pf / pt, streamFrom: bf, streamTo: bt,
+		ok: pf > 0 && pt > 0 && bf > 0 && bt > 0}
+}
+
+// scale is a measured time of an operation moving bytes, on the device.
+func (s scaledKernels) scale(secs float64, ok bool, bytes float64) (float64, bool) {
+	if !ok || !s.ok {
 		return 0, false
 	}
 	switch {
 	case secs <= kernelFixedSecs:
 		return secs, true
-	case secs <= bytes/bf:
-		return math.Max(secs*bf/bt, kernelFixedSecs), true
+	case secs <= bytes/s.streamFrom:
+		return math.Max(secs*s.streamFrom/s.streamTo, kernelFixedSecs), true
 	}
-	return math.Max(kernelFixedSecs+(secs-kernelFixedSecs)*pf/pt, bytes/bt), true
+	return math.Max(kernelFixedSecs+(secs-kernelFixedSecs)*s.sm, bytes/s.streamTo), true
 }
 
-// tablePrecision maps a table's dtype name to the precision whose peak
-// its GEMMs run at.
+// tablePrecision is the weight precision whose GEMMs a table's dtype
+// name times: gemmDtype read backwards.
 func tablePrecision(dtype string) catalog.Precision {
-	switch dtype {
-	case "fp8":
-		return catalog.FP8
-	case "nvfp4":
-		return catalog.FP4
-	case "sq":
-		return catalog.INT8
-	case "int4_wo":
-		return catalog.W4A16
+	for _, p := range []catalog.Precision{catalog.FP8, catalog.FP4, catalog.INT8, catalog.W4A16} {
+		if gemmDtype(p) == dtype {
+			return p
+		}
 	}
 	return catalog.BF16
 }
@@ -74,7 +77,7 @@ func (s scaledKernels) GEMM(dtype string, m, n, k float64) (float64, bool) {
 		act = catalog.BF16.Bytes()
 	}
 	t, ok := s.k.GEMM(dtype, m, n, k)
-	return s.scale(t, ok, p, p.Bytes()*n*k+act*m*k+2*m*n)
+	return s.scale(t, ok, p.Bytes()*n*k+act*m*k+2*m*n)
 }
 
 func (s scaledKernels) ContextAttention(attnDtype, kvDtype string, headDim, window int, heads, kvHeads, isl, batch float64) (float64, bool) {
@@ -83,7 +86,7 @@ func (s scaledKernels) ContextAttention(attnDtype, kvDtype string, headDim, wind
 		p = catalog.FP8
 	}
 	t, ok := s.k.ContextAttention(attnDtype, kvDtype, headDim, window, heads, kvHeads, isl, batch)
-	return s.scale(t, ok, p, batch*isl*float64(headDim)*(2*heads+2*kvHeads)*p.Bytes())
+	return s.scale(t, ok, batch*isl*float64(headDim)*(2*heads+2*kvHeads)*p.Bytes())
 }
 
 func (s scaledKernels) GenerationAttention(kvDtype string, headDim, window int, heads, kvHeads, batch, kvLen float64) (float64, bool) {
@@ -92,13 +95,13 @@ func (s scaledKernels) GenerationAttention(kvDtype string, headDim, window int, 
 		ctx = math.Min(ctx, float64(window))
 	}
 	t, ok := s.k.GenerationAttention(kvDtype, headDim, window, heads, kvHeads, batch, kvLen)
-	return s.scale(t, ok, catalog.BF16, batch*ctx*2*kvHeads*float64(headDim)*cacheBytes(kvDtype))
+	return s.scale(t, ok, batch*ctx*2*kvHeads*float64(headDim)*cacheBytes(kvDtype))
 }
 
 func (s scaledKernels) GenerationMLA(kvDtype string, heads, batch, kvLen float64) (float64, bool) {
 	const latent = tableMLALatent + tableMLARope
 	t, ok := s.k.GenerationMLA(kvDtype, heads, batch, kvLen)
-	return s.scale(t, ok, catalog.BF16, batch*kvLen*latent*cacheBytes(kvDtype))
+	return s.scale(t, ok, batch*kvLen*latent*cacheBytes(kvDtype))
 }
 
 // AllReduce does not carry over: another GPU's links (or a slice's lack
@@ -138,16 +141,16 @@ func (p *Params) tablesFor(d catalog.Device, b Backend) (k Kernels, note string,
 		if whole {
 			return k, "", nil
 		}
-		return scaledKernels{k: k, from: catalog.WholeDevice(d.GPU), to: d}, "", nil
+		return newScaledKernels(k, catalog.WholeDevice(d.GPU), d), "", nil
 	}
-	if on.Architecture != d.GPU.Architecture || CCMajor(on.ComputeCapability) != CCMajor(d.GPU.ComputeCapability) {
+	if !SameKernels(on, d.GPU) {
 		// A source that offers another architecture's tables is wrong, not
 		// approximately right: its kernels are other kernels.
 		return nil, "", fmt.Errorf("tables of %s (%s, compute capability %s) offered for %s (%s, %s)",
 			on.Name, on.Architecture, on.ComputeCapability, d.GPU.Name, d.GPU.Architecture, d.GPU.ComputeCapability)
 	}
 	note = fmt.Sprintf("%s has no %s kernel tables: %s's measured ones price it, scaled to its tensor peak and memory bandwidth", d.GPU.Name, b, on.Name)
-	return scaledKernels{k: k, from: catalog.WholeDevice(on), to: d}, note, nil
+	return newScaledKernels(k, catalog.WholeDevice(on), d), note, nil
 }
 
 // measuredOn names the GPU whose tables k holds, priced for device d.
@@ -162,5 +165,5 @@ func measuredOn(k Kernels, d catalog.Device) string {
 // from, as the model does for a slice or a GPU without tables; all-reduces
 // are left unanswered.
 func ScaledKernels(k Kernels, from, to catalog.Device) Kernels {
-	return scaledKernels{k: k, from: from, to: to}
+	return newScaledKernels(k, from, to)
 }

@@ -72,7 +72,7 @@ func TestScaledKernelsFollowSMsAndBandwidth(t *testing.T) {
 			return s.ContextAttention("bfloat16", "bfloat16", 128, 0, 64, 8, 4096, 4)
 		}, kernelFixedSecs + (1e-3-kernelFixedSecs)*whole.PeakTFLOPS(catalog.BF16)/nvl.PeakTFLOPS(catalog.BF16)},
 	} {
-		s := scaledKernels{k: constKernels{tc.secs}, from: tc.from, to: tc.to}
+		s := newScaledKernels(constKernels{tc.secs}, tc.from, tc.to)
 		got, ok := tc.op(s)
 		if !ok {
 			t.Fatalf("%s: not answered", tc.name)
@@ -81,7 +81,7 @@ func TestScaledKernelsFollowSMsAndBandwidth(t *testing.T) {
 			t.Errorf("%s: %.6g s, want %.6g", tc.name, got, tc.want)
 		}
 	}
-	s := scaledKernels{k: constKernels{1e-3}, from: whole, to: mig}
+	s := newScaledKernels(constKernels{1e-3}, whole, mig)
 	if _, ok := s.AllReduce(2, 1e6); ok {
 		t.Error("a scaled table answered an all-reduce: another GPU's links are not this device's")
 	}

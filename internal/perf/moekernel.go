@@ -214,3 +214,10 @@ func CCMajor(cc string) string {
 	major, _, _ := strings.Cut(cc, ".")
 	return major
 }
+
+// SameKernels says whether two GPUs run the same kernels: one architecture
+// and one major compute capability (the RTX PRO 6000's 12.0 is Blackwell
+// with other kernels than the B200's 10.0).
+func SameKernels(a, b *catalog.GPU) bool {
+	return a.Architecture == b.Architecture && CCMajor(a.ComputeCapability) == CCMajor(b.ComputeCapability)
+}
