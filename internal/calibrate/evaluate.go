@@ -19,7 +19,8 @@ type Prediction struct {
 	Err                             string
 }
 
-// Stats are mean absolute percentage errors over a set of cases.
+// Stats are mean absolute percentage errors over a set of cases, and how
+// one-sided those errors are.
 type Stats struct {
 	Group    string  `json:"group"`
 	N        int     `json:"n"`
@@ -27,9 +28,18 @@ type Stats struct {
 	TTFTMAPE float64 `json:"ttft_mape_pct"`
 	TPOTMAPE float64 `json:"tpot_mape_pct"`
 	TPSMAPE  float64 `json:"throughput_mape_pct,omitempty"`
-	nTTFT    int
-	nTPOT    int
-	nTPS     int
+	// The optimistic shares are the percentage of runs predicted faster
+	// than measured: a lower TTFT or TPOT, a higher throughput (a tie
+	// counts half); nil where no run measured it. Near 50% the errors fall
+	// on both sides; near 100% the model promises what the hardware does
+	// not give, and sizing from it under-provisions.
+	TTFTOptimistic *float64 `json:"ttft_optimistic_pct,omitempty"`
+	TPOTOptimistic *float64 `json:"tpot_optimistic_pct,omitempty"`
+	TPSOptimistic  *float64 `json:"throughput_optimistic_pct,omitempty"`
+	nTTFT          int
+	nTPOT          int
+	nTPS           int
+	fast           [3]float64 // runs predicted faster: TTFT, TPOT, throughput
 }
 
 func (s *Stats) add(p Prediction) {
@@ -40,14 +50,17 @@ func (s *Stats) add(p Prediction) {
 	}
 	if p.TTFTms > 0 {
 		s.TTFTMAPE += ape(p.PredTTFTms, p.TTFTms)
+		s.fast[0] += below(p.PredTTFTms, p.TTFTms)
 		s.nTTFT++
 	}
 	if p.TPOTms > 0 {
 		s.TPOTMAPE += ape(p.PredTPOTms, p.TPOTms)
+		s.fast[1] += below(p.PredTPOTms, p.TPOTms)
 		s.nTPOT++
 	}
 	if p.OutputTPS > 0 {
 		s.TPSMAPE += ape(p.PredTPS, p.OutputTPS)
+		s.fast[2] += below(p.OutputTPS, p.PredTPS)
 		s.nTPS++
 	}
 }
@@ -60,6 +73,25 @@ func (s *Stats) close() {
 		return v / float64(n)
 	}
 	s.TTFTMAPE, s.TPOTMAPE, s.TPSMAPE = div(s.TTFTMAPE, s.nTTFT), div(s.TPOTMAPE, s.nTPOT), div(s.TPSMAPE, s.nTPS)
+	share := func(i, n int) *float64 {
+		if n == 0 {
+			return nil
+		}
+		v := 100 * s.fast[i] / float64(n)
+		return &v
+	}
+	s.TTFTOptimistic, s.TPOTOptimistic, s.TPSOptimistic = share(0, s.nTTFT), share(1, s.nTPOT), share(2, s.nTPS)
+}
+
+// below is 1 when a < b, a half when they are equal, else 0.
+func below(a, b float64) float64 {
+	switch {
+	case a < b:
+		return 1
+	case a == b:
+		return 0.5
+	}
+	return 0
 }
 
 func ape(pred, meas float64) float64 { return math.Abs(pred-meas) / meas * 100 }

@@ -142,6 +142,9 @@ type FitOptions struct {
 	// Harness is the benchmark client the rows are predicted under
 	// (default DefaultHarness).
 	Harness serving.Harness
+	// Loss is what the fit minimises: LossMAPE (the default, the metric the
+	// calibration is judged by) or LossLog.
+	Loss string
 	// Knobs lists the knob groups fitted (KnobGroups, comma-separated;
 	// default all). Leaving out gemm keeps the GEMM efficiencies as the
 	// parameters give them, e.g. fitted to kernel tables.
@@ -202,6 +205,10 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 	if err != nil {
 		return nil, err
 	}
+	lossOf, err := lossFunc(opt.Loss)
+	if err != nil {
+		return nil, err
+	}
 	// One Nelder-Mead run needs its simplex (one evaluation a knob, plus
 	// one) and a step; fewer evaluations would fit nothing.
 	if least := len(knobs) + 3; opt.MaxEvaluations < least {
@@ -220,7 +227,7 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 		}
 		e := env
 		e.Params = p
-		l := weightedLoss(PredictWith(e, cases, opt.Harness), opt.TTFTWeight)
+		l := weightedLoss(PredictWith(e, cases, opt.Harness), opt.TTFTWeight, lossOf)
 		evals++
 		if opt.Progress != nil {
 			opt.Progress(evals, l)
@@ -263,9 +270,45 @@ func Fit(env estimate.Env, start *perf.Params, cases []Case, opt FitOptions) (*F
 // Loss is the mean absolute percentage error (as a fraction) over every
 // measured quantity: the metric the calibration is judged by. A case the
 // model cannot evaluate counts as a 300% error so the fit avoids it.
-func Loss(preds []Prediction) float64 { return weightedLoss(preds, 1) }
+func Loss(preds []Prediction) float64 { return weightedLoss(preds, 1, relErr) }
 
-func weightedLoss(preds []Prediction, ttftWeight float64) float64 {
+// The fit's objectives (FitOptions.Loss).
+const (
+	// LossMAPE is the mean absolute percentage error. It punishes a
+	// prediction too high without bound and one too low by at most 100%,
+	// so minimising it leans low: fitted on scattered runs it predicts
+	// faster than measured more often than not.
+	LossMAPE = "mape"
+	// LossLog is the mean absolute log ratio |ln(predicted/measured)|,
+	// which weighs twice too fast like twice too slow.
+	LossLog = "log"
+)
+
+// Losses lists the objectives, for flags and errors.
+var Losses = []string{LossMAPE, LossLog}
+
+func lossFunc(name string) (func(pred, meas float64) float64, error) {
+	switch name {
+	case "", LossMAPE:
+		return relErr, nil
+	case LossLog:
+		return logErr, nil
+	}
+	return nil, fmt.Errorf("loss: %q is not one of %s", name, strings.Join(Losses, ", "))
+}
+
+func relErr(pred, meas float64) float64 { return math.Abs(pred-meas) / meas }
+
+// logErr is |ln(pred/meas)|; a prediction of zero or less, which no model
+// answer should be, counts as the 300% of a failed case.
+func logErr(pred, meas float64) float64 {
+	if pred <= 0 {
+		return 3
+	}
+	return math.Abs(math.Log(pred / meas))
+}
+
+func weightedLoss(preds []Prediction, ttftWeight float64, errOf func(pred, meas float64) float64) float64 {
 	if ttftWeight <= 0 {
 		ttftWeight = 1
 	}
@@ -274,7 +317,7 @@ func weightedLoss(preds []Prediction, ttftWeight float64) float64 {
 		if meas <= 0 {
 			return
 		}
-		sum += w * math.Abs(pred-meas) / meas
+		sum += w * errOf(pred, meas)
 		n += w
 	}
 	for _, p := range preds {

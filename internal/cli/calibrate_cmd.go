@@ -28,14 +28,14 @@ type calibrationReport struct {
 }
 
 func (r calibrationReport) Header() []string {
-	return []string{"GROUP", "N", "FAILED", "TTFT MAPE", "TPOT MAPE", "THROUGHPUT MAPE"}
+	return []string{"GROUP", "N", "FAILED", "TTFT MAPE", "TPOT MAPE", "THROUGHPUT MAPE", optimisticHeader}
 }
 
 func (r calibrationReport) Rows() [][]string {
 	row := func(s calibrate.Stats) []string {
-		return []string{s.Group, fmt.Sprint(s.N), fmt.Sprint(s.Failed), pct(s.TTFTMAPE), pct(s.TPOTMAPE), pct(s.TPSMAPE)}
+		return []string{s.Group, fmt.Sprint(s.N), fmt.Sprint(s.Failed), pct(s.TTFTMAPE), pct(s.TPOTMAPE), pct(s.TPSMAPE), optimistic(s)}
 	}
-	rows := [][]string{row(r.Overall), row(r.DenseAgg), row(r.MoEAgg), row(r.Disagg), row(r.MaxTput), {"", "", "", "", "", ""}}
+	rows := [][]string{row(r.Overall), row(r.DenseAgg), row(r.MoEAgg), row(r.Disagg), row(r.MaxTput), {"", "", "", "", "", "", ""}}
 	for _, g := range r.Groups {
 		rows = append(rows, row(g))
 	}
@@ -87,6 +87,21 @@ func loadCalibration(g *globals, dir string, env estimate.Env) (*calibrate.Datas
 	return ds, nil
 }
 
+// optimisticHeader heads the column of calibrate.Stats' optimistic shares.
+const optimisticHeader = "PREDICTED FASTER (TTFT / TPOT / THROUGHPUT)"
+
+// optimistic is the share of runs predicted faster than measured, per
+// metric, "-" where no run measured it.
+func optimistic(s calibrate.Stats) string {
+	f := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f%%", *v)
+	}
+	return f(s.TTFTOptimistic) + " / " + f(s.TPOTOptimistic) + " / " + f(s.TPSOptimistic)
+}
+
 func pct(v float64) string {
 	if v == 0 {
 		return "-"
@@ -99,12 +114,15 @@ func newCalibrateCmd(g *globals) *cobra.Command {
 	var fit bool
 	var maxEvals int
 	var ttftWeight float64
-	var harness, knobs string
+	var harness, knobs, loss string
 	cmd := &cobra.Command{
 		Use:   "calibrate",
 		Short: "Report (and with --fit, refit) the performance model against measured serving runs",
 		Long: `Predicts every measured configuration in the calibration folder and reports the mean
-absolute percentage error of TTFT and TPOT per (system, backend, model, mode) and overall.
+absolute percentage error of TTFT and TPOT per (system, backend, model, mode) and overall,
+and which side the errors fall on: the share of runs predicted faster than measured (a lower
+TTFT or TPOT, a higher throughput). About half is balanced; far above half, the model promises
+more than the hardware gives. With --cv the same figures come from held-out predictions.
 With --fit it first fits the architecture efficiencies and backend overheads (never a
 per-row factor) on aggregated dense runs and the max-throughput tables, and writes the
 parameter file given by --out.
@@ -112,6 +130,10 @@ parameter file given by --out.
   gpuplane calibrate --data ../shared/calibration
   gpuplane calibrate --data ../shared/calibration --fit --out internal/perf/params/default.yaml
   gpuplane calibrate --data ../shared/calibration --cv model --max-evals 300
+
+--loss picks what the fit minimises: mape, the reported metric, or log, the mean absolute log ratio.
+MAPE punishes a prediction too slow without bound and one too fast by at most 100%, so a fit to it
+leans toward predicting too fast; log weighs twice too fast like twice too slow.
 
 --knobs picks what is fitted, a comma-separated list of gemm (GEMM efficiencies per architecture),
 attention (attention efficiencies) and serving (backend overheads, all-reduce efficiency); the
@@ -134,8 +156,11 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 			if !(ttftWeight > 0 && ttftWeight <= 1000) { // NaN fails too
 				return fmt.Errorf("--ttft-weight: %g, want above 0 and at most 1000 (1 weighs TTFT like TPOT)", ttftWeight)
 			}
-			if !fit && cv == "" && (cmd.Flags().Changed("max-evals") || cmd.Flags().Changed("ttft-weight") || cmd.Flags().Changed("knobs")) {
-				return fmt.Errorf("--max-evals, --ttft-weight and --knobs shape a fit: give them with --fit or --cv")
+			if !slices.Contains(calibrate.Losses, loss) {
+				return fmt.Errorf("--loss: %q, want one of %s", loss, strings.Join(calibrate.Losses, ", "))
+			}
+			if !fit && cv == "" && (cmd.Flags().Changed("max-evals") || cmd.Flags().Changed("ttft-weight") || cmd.Flags().Changed("knobs") || cmd.Flags().Changed("loss")) {
+				return fmt.Errorf("--max-evals, --ttft-weight, --knobs and --loss shape a fit: give them with --fit or --cv")
 			}
 			env, h, err := calibrationEnv(g, harness)
 			if err != nil {
@@ -150,7 +175,7 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 				if err != nil {
 					return err
 				}
-				rep, err := crossValidate(g, env, ds, rows, cv, calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h, Knobs: knobs})
+				rep, err := crossValidate(g, env, ds, rows, cv, calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h, Knobs: knobs, Loss: loss})
 				if err != nil {
 					return err
 				}
@@ -168,7 +193,7 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 				if out == "" {
 					return fmt.Errorf("--fit needs --out FILE for the fitted parameters")
 				}
-				res, err := calibrate.Fit(env, env.Params, ds.FitSet(), calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h, Knobs: knobs,
+				res, err := calibrate.Fit(env, env.Params, ds.FitSet(), calibrate.FitOptions{MaxEvaluations: maxEvals, TTFTWeight: ttftWeight, Harness: h, Knobs: knobs, Loss: loss,
 					Progress: func(n int, loss float64) {
 						if n%25 == 0 {
 							fmt.Fprintf(g.stderr, "\rfit: %d evaluations, loss %.4f, %s", n, loss, time.Since(t0).Round(time.Second))
@@ -178,8 +203,8 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 				if err != nil {
 					return err
 				}
-				res.Params.Source = fmt.Sprintf("gpuplane calibrate --fit: %d cases, %d evaluations, loss %.4f (from %.4f)",
-					len(ds.FitSet()), res.Evaluations, res.Loss, res.InitialLoss)
+				res.Params.Source = fmt.Sprintf("gpuplane calibrate --fit --loss %s: %d cases, %d evaluations, loss %.4f (from %.4f)",
+					loss, len(ds.FitSet()), res.Evaluations, res.Loss, res.InitialLoss)
 				if err := writeParams(g, out, res.Params); err != nil {
 					return err
 				}
@@ -202,6 +227,7 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 	cmd.Flags().StringVar(&out, "out", "", "where --fit writes the parameter file (with --cv: the starting parameters with the held-out intervals)")
 	cmd.Flags().IntVar(&maxEvals, "max-evals", 1500, "cap on objective evaluations during --fit")
 	cmd.Flags().Float64Var(&ttftWeight, "ttft-weight", 1, "weight of TTFT errors against TPOT and throughput errors in --fit")
+	cmd.Flags().StringVar(&loss, "loss", calibrate.LossMAPE, "what --fit and --cv minimise: mape (mean absolute percentage error, the reported metric; it leans toward predicting too fast) or log (mean |ln(predicted/measured)|, even on both sides)")
 	cmd.Flags().StringVar(&harness, "harness", string(calibrate.DefaultHarness), "benchmark client the measured runs are predicted under: steady, burst or queued")
 	cmd.AddCommand(newCalibrateHarnessesCmd(g), newCalibrateDecisionsCmd(g), newCalibrateKernelsCmd(g), newCalibrateMoECmd(g), newCalibrateOpsCmd(g), newCalibrateHandoffCmd(g), newCalibrateADPCmd(g), newCalibratePoolsCmd(g), newCalibrateTTFTFloorCmd(g), newCalibrateFrontendCmd(g), newCalibrateSpecCmd(g))
 	return cmd

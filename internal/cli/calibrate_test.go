@@ -79,6 +79,8 @@ func TestCalibrateCVAndKernelsFlagErrors(t *testing.T) {
 		{[]string{"calibrate", "--fit", "--out", "x.yaml", "--max-evals", "-1"}, "--max-evals: -1, want 1 to 1000000"},
 		{[]string{"calibrate", "--cv", "model", "--ttft-weight", "NaN"}, "--ttft-weight: NaN"},
 		{[]string{"calibrate", "--max-evals", "10"}, "give them with --fit or --cv"},
+		{[]string{"calibrate", "--cv", "model", "--loss", "rmse"}, `--loss: "rmse", want one of mape, log`},
+		{[]string{"calibrate", "--loss", "log"}, "give them with --fit or --cv"},
 		{[]string{"estimate", "--kernels", t.TempDir()}, "no system folders"},
 		{[]string{"estimate", "--kernels", "/does/not/exist"}, "--kernels /does/not/exist"},
 	} {
@@ -406,6 +408,43 @@ func TestCalibrateReportsRepeatedRows(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "rows left out: 1 (1 repeats a measurement listed earlier)") {
 		t.Errorf("stderr does not say what was left out: %q", stderr)
+	}
+}
+
+// calibrate says which side its errors fall on: of two runs, one measured
+// far slower than any prediction and one far faster, half are predicted
+// faster than measured, in the JSON and in the table.
+func TestCalibrateReportsOptimisticShares(t *testing.T) {
+	dir := t.TempDir()
+	data := "id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,silicon_ttft_ms,silicon_tpot_ms\n" +
+		"slow,source_file=x.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,8,1,1,900000,9000\n" +
+		"fast,source_file=x.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,16,1,1,0.01,0.001\n"
+	if err := os.WriteFile(filepath.Join(dir, "silicon_calibration.csv"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "calibrate", "--data", dir, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Dense struct {
+			TTFT *float64 `json:"ttft_optimistic_pct"`
+			TPOT *float64 `json:"tpot_optimistic_pct"`
+			TPS  *float64 `json:"throughput_optimistic_pct"`
+		} `json:"dense_agg"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if rep.Dense.TTFT == nil || *rep.Dense.TTFT != 50 || rep.Dense.TPOT == nil || *rep.Dense.TPOT != 50 || rep.Dense.TPS != nil {
+		t.Errorf("want half of TTFTs and TPOTs predicted faster and no throughput share, got %s", out)
+	}
+	table, _, err := run(t, "calibrate", "--data", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "PREDICTED FASTER (TTFT / TPOT / THROUGHPUT)") || !strings.Contains(table, "50% / 50% / -") {
+		t.Errorf("table lacks the optimistic shares:\n%s", table)
 	}
 }
 
