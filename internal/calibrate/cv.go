@@ -57,11 +57,11 @@ func cvKey(by string, cat *catalog.Catalog) (func(Case) string, error) {
 
 // Fold is one held-out group: fitted on every other group, scored on it.
 type Fold struct {
-	Held        string
-	Train       int
-	Test        Stats // the held-out group's errors under the fold's fit
-	TrainLoss   float64
-	Evaluations int
+	Held        string  `json:"held"`
+	Train       int     `json:"train"`
+	Test        Stats   `json:"test"` // the held-out group's errors under the fold's fit
+	TrainLoss   float64 `json:"train_loss"`
+	Evaluations int     `json:"evaluations"`
 }
 
 // CVResult is a cross-validation: each fold's held-out errors, and the
