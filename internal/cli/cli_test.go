@@ -181,6 +181,11 @@ func TestBatchBound(t *testing.T) {
 	if _, _, err := run(t, "estimate", "-f", f); err != nil {
 		t.Errorf("2 queries at a bound of 2: %v", err)
 	}
+	// A line past the bound on one line is named, with the bound and the fix.
+	os.WriteFile(f, []byte(`{"model":"Qwen/Qwen3-8B"}`+"\n"+strings.Repeat(" ", maxBatchLine+1)), 0o644)
+	if _, _, err := run(t, "estimate", "-f", f); err == nil || !strings.Contains(err.Error(), "line 2 is longer than 4 MiB") {
+		t.Errorf("a 4 MiB line: %v", err)
+	}
 }
 
 func TestErrorsNameTheFix(t *testing.T) {

@@ -301,6 +301,10 @@ func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
 	fl.BoolVar(&q.Breakdown, "breakdown", false, "split a decode step (at the mean running batch) and a prompt into their parts: GEMMs, experts, attention, communication, overheads")
 }
 
+// maxBatchLine bounds one line of estimate -f, so a file without line
+// breaks cannot exhaust memory.
+const maxBatchLine = 4 << 20
+
 // runBatch answers a JSONL file of queries, in order, on all cores. Each
 // line starts from the command's flags, so shared settings need not repeat;
 // with ownPrecision (no --precision given) a line that names a model but no
@@ -317,7 +321,7 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 	}
 	var lines [][]byte
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	sc.Buffer(make([]byte, 64*1024), maxBatchLine)
 	for sc.Scan() {
 		if len(lines) == maxBatchQueries {
 			return fmt.Errorf("-f %s: more than %d queries; every answer is held until the batch ends, so split the file into batches of at most %d lines", file, maxBatchQueries, maxBatchQueries)
@@ -328,7 +332,9 @@ func runBatch(g *globals, env estimate.Env, base estimate.Query, ownPrecision bo
 		}
 		lines = append(lines, append([]byte(nil), line...))
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("-f %s: line %d is longer than %d MiB; give one JSON object a line (or a JSON array of them, broken over lines)", file, len(lines)+1, maxBatchLine>>20)
+	} else if err != nil {
 		return fmt.Errorf("-f %s: %w", file, err)
 	}
 	if len(lines) == 0 {

@@ -43,3 +43,29 @@ func TestReplayOfNothing(t *testing.T) {
 		}
 	}
 }
+
+// A line past the bound fails with its number and the bound, in every
+// line-reading format, rather than being read into memory whole.
+func TestReplayRefusesAnOverlongLine(t *testing.T) {
+	first := map[string]string{
+		FormatGpuplane: `{"at": 0, "isl": 10, "osl": 5}` + "\n",
+		FormatMooncake: `{"timestamp": 0, "input_length": 10, "output_length": 5}` + "\n",
+	}
+	for format, line := range first {
+		body := line + strings.Repeat("x", maxTraceLine+1) + "\n"
+		r, err := NewReplay(strings.NewReader(body), format, ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last error
+		for i := 0; i < 3; i++ {
+			if _, ok, err := r.Next(); err != nil || !ok {
+				last = err
+				break
+			}
+		}
+		if last == nil || !strings.Contains(last.Error(), "trace line 2: longer than 1024 KiB") {
+			t.Errorf("%s: %v, want line 2 named as longer than the bound", format, last)
+		}
+	}
+}

@@ -182,7 +182,9 @@ func (p *Replay) row() (t float64, isl, osl int, ok bool, err error) {
 		}
 		return *g.At, g.ISL, g.OSL, true, nil
 	}
-	if err := p.lines.Err(); err != nil {
+	if err := p.lines.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return 0, 0, 0, false, fmt.Errorf("%s trace line %d: longer than %d KiB; a trace holds one request a line", p.format, p.line+1, maxTraceLine>>10)
+	} else if err != nil {
 		return 0, 0, 0, false, fmt.Errorf("%s trace line %d: %w", p.format, p.line+1, err)
 	}
 	return 0, 0, 0, false, nil
