@@ -379,14 +379,10 @@ func TestKernelsCacheFlag(t *testing.T) {
 // A measurement listed twice is predicted once, and calibrate says which
 // rows it left out and why, on stderr and in the JSON.
 func TestCalibrateReportsRepeatedRows(t *testing.T) {
-	dir := t.TempDir()
-	data := "id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,silicon_ttft_ms,silicon_tpot_ms\n" +
-		"a,source_file=x.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,8,1,1,123.4567891,12.3456789\n" +
-		"b,source_file=y.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,8,1,1,123.4567891,12.3456789\n" +
-		"c,source_file=y.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,16,1,1,150.4567891,14.3456789\n"
-	if err := os.WriteFile(filepath.Join(dir, "silicon_calibration.csv"), []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := calibrationCSV(t,
+		"a,source_file=x.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,8,1,1,123.4567891,12.3456789",
+		"b,source_file=y.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,8,1,1,123.4567891,12.3456789",
+		"c,source_file=y.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,16,1,1,150.4567891,14.3456789")
 	out, stderr, err := run(t, "calibrate", "--data", dir, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -415,13 +411,9 @@ func TestCalibrateReportsRepeatedRows(t *testing.T) {
 // far slower than any prediction and one far faster, half are predicted
 // faster than measured, in the JSON and in the table.
 func TestCalibrateReportsOptimisticShares(t *testing.T) {
-	dir := t.TempDir()
-	data := "id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,silicon_ttft_ms,silicon_tpot_ms\n" +
-		"slow,source_file=x.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,8,1,1,900000,9000\n" +
-		"fast,source_file=x.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,16,1,1,0.01,0.001\n"
-	if err := os.WriteFile(filepath.Join(dir, "silicon_calibration.csv"), []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := calibrationCSV(t,
+		"slow,source_file=x.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,8,1,1,900000,9000",
+		"fast,source_file=x.csv,vllm,Qwen/Qwen3-32B,h100_sxm,fp8,agg,1024,128,16,1,1,0.01,0.001")
 	out, _, err := run(t, "calibrate", "--data", dir, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -627,4 +619,18 @@ func TestHeldOutIntervalsKeepTheOtherPricing(t *testing.T) {
 	if start.Intervals.Kinds["vllm/dense-agg"].N != 1 || start.Intervals.KernelKinds["vllm/dense-agg"].N != 2 {
 		t.Errorf("the starting parameters changed: %+v", start.Intervals)
 	}
+}
+
+// calibrationCSV is a calibration folder whose silicon_calibration.csv
+// holds rows (id, source, backend, model, system, precision, mode, isl,
+// osl, batch size, tp, pp, TTFT ms, TPOT ms).
+func calibrationCSV(t *testing.T, rows ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	data := "id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,batch_size,tp_size,pp_size,silicon_ttft_ms,silicon_tpot_ms\n" +
+		strings.Join(rows, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "silicon_calibration.csv"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
