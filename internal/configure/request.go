@@ -47,6 +47,7 @@ const (
 	MaxRequestRate = 1_000_000  // req/s
 	MaxConcurrency = 10_000_000 // users
 	MaxPoolDevices = 1_000_000  // devices of one kind
+	MaxGPUsPerNode = 1024       // devices of one node or NVLink domain
 )
 
 // SLA is the latency target in milliseconds; zero means no limit. A
@@ -161,8 +162,8 @@ func (r *Request) Validate() error {
 			return fmt.Errorf("pool[%d].count: %d must be 1 to %d", i, p.Count, MaxPoolDevices)
 		case !(p.PricePerHour >= 0) || math.IsInf(p.PricePerHour, 0):
 			return fmt.Errorf("pool[%d].pricePerHour: %g must be finite and >= 0", i, p.PricePerHour)
-		case p.GPUsPerNode < 0:
-			return fmt.Errorf("pool[%d].gpusPerNode: %d must be >= 0", i, p.GPUsPerNode)
+		case p.GPUsPerNode < 0 || p.GPUsPerNode > MaxGPUsPerNode:
+			return fmt.Errorf("pool[%d].gpusPerNode: %d must be 0 (the GPU's NVLink domain) to %d", i, p.GPUsPerNode, MaxGPUsPerNode)
 		}
 		for j := range i {
 			if strings.EqualFold(r.Pool[j].Device, p.Device) {

@@ -297,6 +297,7 @@ func TestSearchErrors(t *testing.T) {
 		{"osl 1", func(r *Request) { r.OSL = 1 }, "osl"},
 		{"two loads", func(r *Request) { r.RequestRate, r.Concurrency = 1, 2 }, "not both"},
 		{"bad mode", func(r *Request) { r.Modes = []string{"hybrid"} }, "modes"},
+		{"node past the bound", func(r *Request) { r.Pool[0].GPUsPerNode = MaxGPUsPerNode + 1 }, "pool[0].gpusPerNode: 1025 must be 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -307,6 +308,19 @@ func TestSearchErrors(t *testing.T) {
 				t.Errorf("error %v, want it to name %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A budget that no deployment fits is named in the miss, with the fix.
+func TestBudgetUnderEveryDeployment(t *testing.T) {
+	r := reference()
+	r.MaxGPUs = 0.5
+	res, err := Search(testEnv(), r, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Unreachable == nil || !strings.Contains(res.Unreachable.Message, "maxGpus 0.5") || !strings.Contains(res.Unreachable.Message, "raise the budget") {
+		t.Errorf("want the budget named in the miss, got %+v", res.Unreachable)
 	}
 }
 
