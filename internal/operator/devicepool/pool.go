@@ -67,7 +67,9 @@ type Pool struct {
 func (p *Pool) Entries() []configure.PoolEntry {
 	out := make([]configure.PoolEntry, 0, len(p.Kinds))
 	for _, k := range p.Kinds {
-		out = append(out, configure.PoolEntry{Device: k.Device, Count: k.Free, GPUsPerNode: k.PerNode})
+		// A node publishing more devices than any node holds still bounds
+		// tensor parallelism no lower than configure's ceiling does.
+		out = append(out, configure.PoolEntry{Device: k.Device, Count: k.Free, GPUsPerNode: min(k.PerNode, configure.MaxGPUsPerNode)})
 	}
 	return out
 }

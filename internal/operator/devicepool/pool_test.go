@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/configure"
 	"github.com/gpuplane/gpuplane/internal/dra/classes"
 	"github.com/gpuplane/gpuplane/internal/dra/fleet"
 )
@@ -144,5 +145,15 @@ func TestNodeSelector(t *testing.T) {
 	}
 	if ks := kinds(p); len(ks) != 1 || ks["h200_sxm"].Free != 8 || p.GPUs != 8 {
 		t.Fatalf("pool %s: want only team b's 8 H200s", p)
+	}
+}
+
+// A node that publishes more devices than configure accepts per node still
+// gives a pool configure takes, bounded at its ceiling.
+func TestEntriesBoundDevicesPerNode(t *testing.T) {
+	p := Pool{Kinds: []Kind{{Device: "h100_sxm:1/2", Free: 5000, PerNode: 5000, Nodes: 1}, {Device: "h100_sxm", Free: 8, PerNode: 8, Nodes: 1}}}
+	e := p.Entries()
+	if len(e) != 2 || e[0].GPUsPerNode != configure.MaxGPUsPerNode || e[1].GPUsPerNode != 8 {
+		t.Errorf("entries %+v, want devices per node bounded at %d and 8 kept", e, configure.MaxGPUsPerNode)
 	}
 }
