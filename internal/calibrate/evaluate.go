@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"fmt"
-	"math"
 	"runtime"
 	"sort"
 	"sync"
@@ -94,7 +93,7 @@ func below(a, b float64) float64 {
 	return 0
 }
 
-func ape(pred, meas float64) float64 { return math.Abs(pred-meas) / meas * 100 }
+func ape(pred, meas float64) float64 { return relErr(pred, meas) * 100 }
 
 // Report summarises predictions.
 type Report struct {

@@ -297,6 +297,7 @@ func lossFunc(name string) (func(pred, meas float64) float64, error) {
 	return nil, fmt.Errorf("loss: %q is not one of %s", name, strings.Join(Losses, ", "))
 }
 
+// relErr is |pred-meas|/meas, the error MAPE averages (ape in percent).
 func relErr(pred, meas float64) float64 { return math.Abs(pred-meas) / meas }
 
 // logErr is |ln(pred/meas)|; a prediction of zero or less, which no model

@@ -27,15 +27,23 @@ type calibrationReport struct {
 	SkippedBy []calibrate.ReasonCount `json:"skipped_by_reason,omitempty"`
 }
 
-func (r calibrationReport) Header() []string {
-	return []string{"GROUP", "N", "FAILED", "TTFT MAPE", "TPOT MAPE", "THROUGHPUT MAPE", optimisticHeader}
+// statsColumns head a table of calibrate.Stats rows (statsRow), after the
+// first column's name.
+var statsColumns = []string{"N", "FAILED", "TTFT MAPE", "TPOT MAPE", "THROUGHPUT MAPE", "PREDICTED FASTER (TTFT / TPOT / THROUGHPUT)"}
+
+// statsRow is one row of statsColumns under name.
+func statsRow(name string, s calibrate.Stats) []string {
+	return []string{name, fmt.Sprint(s.N), fmt.Sprint(s.Failed), pct(s.TTFTMAPE), pct(s.TPOTMAPE), pct(s.TPSMAPE), optimistic(s)}
 }
 
+// blankStatsRow separates the parts of a statsColumns table.
+func blankStatsRow() []string { return make([]string, 1+len(statsColumns)) }
+
+func (r calibrationReport) Header() []string { return append([]string{"GROUP"}, statsColumns...) }
+
 func (r calibrationReport) Rows() [][]string {
-	row := func(s calibrate.Stats) []string {
-		return []string{s.Group, fmt.Sprint(s.N), fmt.Sprint(s.Failed), pct(s.TTFTMAPE), pct(s.TPOTMAPE), pct(s.TPSMAPE), optimistic(s)}
-	}
-	rows := [][]string{row(r.Overall), row(r.DenseAgg), row(r.MoEAgg), row(r.Disagg), row(r.MaxTput), {"", "", "", "", "", "", ""}}
+	row := func(s calibrate.Stats) []string { return statsRow(s.Group, s) }
+	rows := [][]string{row(r.Overall), row(r.DenseAgg), row(r.MoEAgg), row(r.Disagg), row(r.MaxTput), blankStatsRow()}
 	for _, g := range r.Groups {
 		rows = append(rows, row(g))
 	}
@@ -86,9 +94,6 @@ func loadCalibration(g *globals, dir string, env estimate.Env) (*calibrate.Datas
 	}
 	return ds, nil
 }
-
-// optimisticHeader heads the column of calibrate.Stats' optimistic shares.
-const optimisticHeader = "PREDICTED FASTER (TTFT / TPOT / THROUGHPUT)"
 
 // optimistic is the share of runs predicted faster than measured, per
 // metric, "-" where no run measured it.

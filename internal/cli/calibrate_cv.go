@@ -29,20 +29,16 @@ type cvReport struct {
 	Predictions []calibrate.Prediction `json:"predictions"`
 }
 
-func (r cvReport) Header() []string {
-	return []string{"SET", "N", "FAILED", "TTFT MAPE", "TPOT MAPE", "THROUGHPUT MAPE", optimisticHeader}
-}
+func (r cvReport) Header() []string { return append([]string{"SET"}, statsColumns...) }
 
 func (r cvReport) Rows() [][]string {
-	row := func(name string, s calibrate.Stats) []string {
-		return []string{name, fmt.Sprint(s.N), fmt.Sprint(s.Failed), pct(s.TTFTMAPE), pct(s.TPOTMAPE), pct(s.TPSMAPE), optimistic(s)}
-	}
+	row := statsRow
 	rows := [][]string{
 		row("held out by "+r.By+": dense agg", r.HeldOut.DenseAgg),
 		row("held out by "+r.By+": max-throughput", r.HeldOut.MaxTput),
 		row("start (--params, unfitted): dense agg", r.Start.DenseAgg),
 		row("start (--params, unfitted): max-throughput", r.Start.MaxTput),
-		{"", "", "", "", "", "", ""},
+		blankStatsRow(),
 	}
 	if r.Coverage.N > 0 {
 		rows = append(rows, []string{"80% intervals, widened per kind: measured inside (cross-fitted)", fmt.Sprint(r.Coverage.N), "",
@@ -52,7 +48,7 @@ func (r cvReport) Rows() [][]string {
 		rows = append(rows, []string{fmt.Sprintf("decisions from held-out predictions: %d misses (%.1f%%, %d nothing found), mean shortfall %.1f%%",
 			d.Misses, 100*d.MissRate, d.NothingFit, 100*d.MeanShortfall), fmt.Sprint(d.Decisions), "", "", "", "", ""})
 	}
-	rows = append(rows, []string{"", "", "", "", "", "", ""})
+	rows = append(rows, blankStatsRow())
 	for _, f := range r.Folds {
 		rows = append(rows, row("fold "+f.Held, f.Test))
 	}

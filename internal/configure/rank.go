@@ -250,10 +250,13 @@ func (s *search) miss() *Miss {
 	switch {
 	case math.IsInf(m.BestTTFTms, 1) && math.IsInf(m.BestITLms, 1):
 		m.Message = "no engine on this pool serves even one request; see rejected for why"
-	case len(parts) == 0 && (s.r.MaxGPUs > 0 || s.r.MaxCostPerHour > 0):
-		m.Message = fmt.Sprintf("no deployment the pool and budget (maxGpus %g, maxCostPerHour %g; 0: none) allow meets the SLO together, though each target alone is reachable; relax the SLO, add devices or raise the budget", s.r.MaxGPUs, s.r.MaxCostPerHour)
 	case len(parts) == 0:
-		m.Message = "no deployment the pool and budget allow meets the SLO together, though each target alone is reachable; relax the SLO or add devices"
+		budget, fix := "", "relax the SLO or add devices"
+		if s.r.MaxGPUs > 0 || s.r.MaxCostPerHour > 0 {
+			budget = fmt.Sprintf(" (maxGpus %g, maxCostPerHour %g; 0: none)", s.r.MaxGPUs, s.r.MaxCostPerHour)
+			fix = "relax the SLO, add devices or raise the budget"
+		}
+		m.Message = "no deployment the pool and budget" + budget + " allow meets the SLO together, though each target alone is reachable; " + fix
 	default:
 		m.Message = "SLO unreachable on this pool: " + strings.Join(parts, "; ") + "; relax the SLO or use faster devices or more tensor parallelism"
 	}
