@@ -110,12 +110,13 @@ func (s *Scenario) checkLimits() error {
 }
 
 // check refuses sizes that are nonsense or collapse: a log-normal median
-// below one token makes every request one token long.
+// below one token makes every request one token long, and bounds on the
+// wrong side of the centre clip most draws to the bound.
 func (ds *DistSpec) check(field string) error {
 	if ds == nil {
 		return nil
 	}
-	minmax := func(name string, lo, hi int) error {
+	minmax := func(name, centreName string, centre float64, lo, hi int) error {
 		switch {
 		case lo < 0 || hi < 0:
 			return fmt.Errorf("%s.%s: min %d and max %d must be >= 0 (0: unbounded)", field, name, lo, hi)
@@ -123,6 +124,10 @@ func (ds *DistSpec) check(field string) error {
 			return fmt.Errorf("%s.%s: min %d is above max %d", field, name, lo, hi)
 		case hi > MaxTokens:
 			return fmt.Errorf("%s.%s.max: %d must be at most %d", field, name, hi, MaxTokens)
+		case hi > 0 && float64(hi) < centre:
+			return fmt.Errorf("%s.%s: max %d is below the %s %g, so most sizes would be clipped to %d; raise max above the %s (or give fixed: %d)", field, name, hi, centreName, centre, hi, centreName, hi)
+		case lo > 0 && float64(lo) > centre:
+			return fmt.Errorf("%s.%s: min %d is above the %s %g, so most sizes would be raised to %d; lower min below the %s (or give fixed: %d)", field, name, lo, centreName, centre, lo, centreName, lo)
 		}
 		return nil
 	}
@@ -134,13 +139,13 @@ func (ds *DistSpec) check(field string) error {
 		if !finite(n.Mean) || !finite(n.Std) || n.Mean < 1 || n.Mean > MaxTokens || n.Std < 0 {
 			return fmt.Errorf("%s.normal: mean %g must be 1 to %d and std %g >= 0", field, n.Mean, MaxTokens, n.Std)
 		}
-		return minmax("normal", n.Min, n.Max)
+		return minmax("normal", "mean", n.Mean, n.Min, n.Max)
 	case ds.LogNormal != nil:
 		l := ds.LogNormal
 		if !finite(l.Median) || !finite(l.Sigma) || l.Median < 1 || l.Median > MaxTokens || l.Sigma < 0 || l.Sigma > 5 {
 			return fmt.Errorf("%s.lognormal: median %g must be 1 to %d (below 1 every size collapses to 1) and sigma %g in [0, 5]", field, l.Median, MaxTokens, l.Sigma)
 		}
-		return minmax("lognormal", l.Min, l.Max)
+		return minmax("lognormal", "median", l.Median, l.Min, l.Max)
 	}
 	return nil
 }

@@ -35,6 +35,8 @@ EXTRA`
 		"collapsed lognormal": {doc("{constant: 1}", "{lognormal: {median: 0.001, sigma: 1}}", "60", ""), "workload.isl.lognormal"},
 		"negative sigma":      {doc("{constant: 1}", "{lognormal: {median: 100, sigma: -1}}", "60", ""), "workload.isl.lognormal"},
 		"min above max":       {doc("{constant: 1}", "{normal: {mean: 100, std: 10, min: 50, max: 5}}", "60", ""), "workload.isl.normal"},
+		"max below median":    {doc("{constant: 1}", "{lognormal: {median: 2000, sigma: 0.6, max: 10}}", "60", ""), "workload.isl.lognormal: max 10 is below the median 2000"},
+		"min above mean":      {doc("{constant: 1}", "{normal: {mean: 100, std: 10, min: 500}}", "60", ""), "workload.isl.normal: min 500 is above the mean 100"},
 		"huge fixed":          {doc("{constant: 1}", "{fixed: 100000000}", "60", ""), "workload.isl.fixed"},
 		"huge replicas":       {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "replicas: 1", "replicas: 10000000", 1), "deployment.agg.replicas"},
 		"two documents":       {doc("{constant: 1}", "{fixed: 100}", "60", "---\nmodel: x"), "YAML documents"},
