@@ -9,6 +9,7 @@ t="${1:-5s}"
 targets=(
   "./internal/strict FuzzUnmarshal"
   "./internal/strict FuzzWholeNumbers"
+  "./internal/strict FuzzDuplicateKey"
   "./internal/catalog FuzzCatalogFile"
   "./internal/catalog FuzzHFConfig"
   "./internal/perf FuzzParseParams"

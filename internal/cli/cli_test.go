@@ -303,10 +303,10 @@ func TestSimulateScenarioErrors(t *testing.T) {
 // field, and the other lines still run.
 func TestBatchRefusesNonsenseLines(t *testing.T) {
 	lines := []string{`{"model":"Qwen/Qwen3-8B","concurrency":100000000}`, `null`, `{"workers":-1}`, `{"isl":4000} trailing`,
-		`{"gpu_memory_utilization":1.5}`, `{"osl":0}`, `{"model":"Qwen/Qwen3-8B","concurrency":4}`}
+		`{"gpu_memory_utilization":1.5}`, `{"osl":0}`, `{"isl":1000,"osl":10,"isl":5}`, `{"model":"Qwen/Qwen3-8B","concurrency":4}`}
 	got := estimateLines(t, lines)
 	want := []string{"concurrency: 100000000 must be 1 to 100000", "is not a JSON object", "workers: -1", "text after the query",
-		"gpu_memory_utilization: 1.5", "osl: 0", `"fits":true`}
+		"gpu_memory_utilization: 1.5", "osl: 0", "line 7: isl: given twice", `"fits":true`}
 	for i, w := range want {
 		if i >= len(got) || !strings.Contains(got[i], w) {
 			t.Errorf("line %d: want %q in the result", i+1, w)

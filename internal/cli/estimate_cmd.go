@@ -422,6 +422,9 @@ func answerLine(env estimate.Env, base estimate.Query, ownPrecision bool, line [
 	if dec.More() {
 		return lineResult{err: fmt.Errorf("%s: text after the query object; one object a line", at)}
 	}
+	if err := strict.DuplicateKey(line); err != nil {
+		return lineResult{err: fmt.Errorf("%s: %w", at, err)}
+	}
 	if ownPrecision {
 		var keys struct{ Model, Precision *string }
 		if json.Unmarshal(line, &keys) == nil && keys.Model != nil && keys.Precision == nil {

@@ -49,3 +49,26 @@ func FuzzWholeNumbers(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDuplicateKey: any bytes are judged without a panic, and a document
+// whose objects hold each key once (b as a Go decoder reads it, written
+// back) is never reported.
+func FuzzDuplicateKey(f *testing.F) {
+	for _, s := range []string{`{"isl":1,"isl":2}`, `{"a":[{"b":1,"b":2}]}`, `[{"k":1},{"k":1}]`, `{"a":{"a":{"a":1}}}`, `{"a":1,`, `[[[`, `"x"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = DuplicateKey(b)
+		var v any
+		if json.Unmarshal(b, &v) != nil {
+			return
+		}
+		once, err := json.Marshal(v)
+		if err != nil {
+			return
+		}
+		if err := DuplicateKey(once); err != nil {
+			t.Fatalf("%q (from %q): reported %v", once, b, err)
+		}
+	})
+}

@@ -69,3 +69,28 @@ func TestReplayRefusesAnOverlongLine(t *testing.T) {
 		}
 	}
 }
+
+// A trace line that gives a key twice is refused by its line and key: a
+// decoder would keep the last value and replay a size the trace may not
+// hold.
+func TestReplayRefusesARepeatedKey(t *testing.T) {
+	for format, body := range map[string]string{
+		FormatGpuplane: `{"at": 0, "isl": 10, "osl": 5}` + "\n" + `{"at": 1, "isl": 10, "osl": 5, "isl": 20}` + "\n",
+		FormatMooncake: `{"timestamp": 0, "input_length": 10, "output_length": 5}` + "\n" + `{"timestamp": 1, "output_length": 5, "input_length": 10, "output_length": 6}` + "\n",
+	} {
+		r, err := NewReplay(strings.NewReader(body), format, ReplayOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last error
+		for i := 0; i < 3; i++ {
+			if _, ok, err := r.Next(); err != nil || !ok {
+				last = err
+				break
+			}
+		}
+		if last == nil || !strings.Contains(last.Error(), format+" trace line 2: ") || !strings.Contains(last.Error(), "given twice") {
+			t.Errorf("%s: %v, want line 2's repeated key named", format, last)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuplane/gpuplane/internal/strict"
 )
 
 // Trace formats.
@@ -151,6 +153,9 @@ func (p *Replay) row() (t float64, isl, osl int, ok bool, err error) {
 		b := bytes.TrimSpace(p.lines.Bytes())
 		if len(b) == 0 {
 			continue
+		}
+		if err := strict.DuplicateKey(b); err != nil {
+			return 0, 0, 0, false, fmt.Errorf("%s trace line %d: %w", p.format, p.line, err)
 		}
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
