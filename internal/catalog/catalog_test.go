@@ -514,6 +514,10 @@ func TestHFConfigErrorsNameItsKeys(t *testing.T) {
 		{strings.Replace(base, `"num_hidden_layers":32`, `"num_hidden_layers":0`, 1) + "}", "(in config.json: layers is num_hidden_layers)"},
 		{base + `,"num_key_value_heads":5}`, "attentionHeads is num_attention_heads, kvHeads is num_key_value_heads"},
 		{base + `,"num_experts":8,"num_experts_per_tok":9}`, "expertsPerToken is num_experts_per_tok"},
+		{base + `,"num_local_experts":8}`, "num_experts_per_tok: missing in a config with 8 routed experts"},
+		{base + `,"num_experts_per_tok":2}`, "num_experts_per_tok: 2 in a config without routed experts"},
+		{base + `,"n_routed_experts":-8,"num_experts_per_tok":2}`, "n_routed_experts -8 and num_experts_per_tok 2 must not be negative"},
+		{base + `,"sliding_window":-4096}`, "sliding_window: -4096; give the window in tokens (> 0), or null"},
 	} {
 		if _, err := ParseHFConfig([]byte(tc.doc), "x"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.doc, err, tc.want)

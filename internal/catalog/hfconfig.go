@@ -119,6 +119,9 @@ func parseHFConfig(b []byte, name, fallback string) (*Model, error) {
 		m.HeadDim = m.HiddenSize / m.AttentionHeads
 	}
 	experts := max(c.NumExperts, c.NumLocalExperts, c.NRoutedExperts)
+	if err := routingDeclared(&c, experts); err != nil {
+		return nil, err
+	}
 	if experts > 0 && c.NumExpertsPerTok > 0 {
 		inter := c.MoEIntermediateSize
 		if inter == 0 {
@@ -144,6 +147,9 @@ func parseHFConfig(b []byte, name, fallback string) (*Model, error) {
 	}
 	if c.IndexTopK > 0 || c.IndexNHeads > 0 {
 		m.Sparse = &SparseAttention{TopK: c.IndexTopK, IndexHeads: c.IndexNHeads, IndexHeadDim: c.IndexHeadDim}
+	}
+	if c.SlidingWindow != nil && *c.SlidingWindow < 0 {
+		return nil, fmt.Errorf("sliding_window: %d; give the window in tokens (> 0), or null for full attention", *c.SlidingWindow)
 	}
 	if c.SlidingWindow != nil && *c.SlidingWindow > 0 {
 		sliding := 0
@@ -178,6 +184,22 @@ func parseHFConfig(b []byte, name, fallback string) (*Model, error) {
 		return nil, hfKeys(err)
 	}
 	return m, nil
+}
+
+// routingDeclared refuses a config that gives half of a mixture of
+// experts: priced as a dense model, its MoE layers would be dropped
+// without a word.
+func routingDeclared(c *hfConfig, experts int) error {
+	perToken := c.NumExpertsPerTok
+	switch {
+	case min(c.NumExperts, c.NumLocalExperts, c.NRoutedExperts, perToken) < 0:
+		return fmt.Errorf("num_experts %d, num_local_experts %d, n_routed_experts %d and num_experts_per_tok %d must not be negative", c.NumExperts, c.NumLocalExperts, c.NRoutedExperts, perToken)
+	case experts > 1 && perToken == 0:
+		return fmt.Errorf("num_experts_per_tok: missing in a config with %d routed experts (num_experts, num_local_experts or n_routed_experts); give how many experts each token is routed to", experts)
+	case perToken > 0 && experts <= 0:
+		return fmt.Errorf("num_experts_per_tok: %d in a config without routed experts; give their number (num_experts, num_local_experts or n_routed_experts), or drop num_experts_per_tok for a dense model", perToken)
+	}
+	return nil
 }
 
 // hfKeyOf is the config.json key of each catalog field a validation error
