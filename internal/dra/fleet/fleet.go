@@ -122,6 +122,11 @@ func Parse(b []byte) (*File, error) {
 		if p.NVLinkDomainNodes < 0 {
 			return nil, fmt.Errorf("fleet: %s.nvlinkDomainNodes: %d, want >= 0", path, p.NVLinkDomainNodes)
 		}
+		for node := range p.NVLinkDown {
+			if j, err := strconv.Atoi(strings.TrimPrefix(node, p.Name+"-")); err != nil || j < 0 || j >= p.Count || node != p.Name+"-"+strconv.Itoa(j) {
+				return nil, fmt.Errorf("fleet: %s.nvlinkDown: node %q is not in this pool; its nodes are %s-0 to %s-%d", path, node, p.Name, p.Name, p.Count-1)
+			}
+		}
 		for k, v := range p.Labels {
 			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 				return nil, fmt.Errorf("fleet: %s.labels: key %q: %s", path, k, strings.Join(errs, "; "))

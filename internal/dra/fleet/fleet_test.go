@@ -62,11 +62,13 @@ func TestParseRefusesNonsense(t *testing.T) {
 		return []byte("apiVersion: gpuplane.io/v1alpha1\nkind: Fleet\nspec:\n  nodePools:\n  - " + pool + "\n")
 	}
 	for name, tc := range map[string]struct{ pool, want string }{
-		"count 1e7":       {"{name: a, profile: hgx-h100, count: 10000000}", "count"},
-		"upper-case name": {"{name: H100_Pool, profile: hgx-h100, count: 1}", "name"},
-		"bad label key":   {"{name: a, profile: hgx-h100, count: 1, labels: {'bad key!': x}}", "labels"},
-		"bad label value": {"{name: a, profile: hgx-h100, count: 1, labels: {k: 'not a value!'}}", "labels[k]"},
-		"negative gpus":   {"{name: a, profile: hgx-h100, count: 1, gpus: -3}", "gpus"},
+		"count 1e7":        {"{name: a, profile: hgx-h100, count: 10000000}", "count"},
+		"upper-case name":  {"{name: H100_Pool, profile: hgx-h100, count: 1}", "name"},
+		"bad label key":    {"{name: a, profile: hgx-h100, count: 1, labels: {'bad key!': x}}", "labels"},
+		"bad label value":  {"{name: a, profile: hgx-h100, count: 1, labels: {k: 'not a value!'}}", "labels[k]"},
+		"negative gpus":    {"{name: a, profile: hgx-h100, count: 1, gpus: -3}", "gpus"},
+		"down node absent": {"{name: a, profile: gb200-nvl72, count: 2, nvlinkDown: {a-2: [0]}}", `nvlinkDown: node "a-2" is not in this pool; its nodes are a-0 to a-1`},
+		"down node padded": {"{name: a, profile: gb200-nvl72, count: 2, nvlinkDown: {a-01: [0]}}", `nvlinkDown: node "a-01" is not in this pool`},
 	} {
 		if _, err := Parse(doc(tc.pool)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error naming %s", name, err, tc.want)

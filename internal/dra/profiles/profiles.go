@@ -129,6 +129,9 @@ func Discover(c *catalog.Catalog, p Profile, n Node) (*inventory.Node, error) {
 	if n.GPUs > 0 {
 		count = n.GPUs
 	}
+	if err := checkNVLinkDown(p, n.NVLinkDown, count); err != nil {
+		return nil, err
+	}
 	for i := range count {
 		bus := 0x18 + 0x10*i
 		d := inventory.GPU{
@@ -166,6 +169,21 @@ func Discover(c *catalog.Catalog, p Profile, n Node) (*inventory.Node, error) {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	return inv, nil
+}
+
+// checkNVLinkDown refuses a degraded-fabric list that would change nothing:
+// a GPU the node does not have, or a profile without a multi-node NVLink
+// domain.
+func checkNVLinkDown(p Profile, down []int, gpus int) error {
+	if len(down) > 0 && !p.NVLinkMNN {
+		return fmt.Errorf("profile %s: nvlinkDown given, but its GPUs are in no multi-node NVLink domain (a GB200 NVL72 profile's are)", p.Name)
+	}
+	for _, i := range down {
+		if i < 0 || i >= gpus {
+			return fmt.Errorf("profile %s: nvlinkDown: GPU %d is not on the node; its GPUs are 0 to %d", p.Name, i, gpus-1)
+		}
+	}
+	return nil
 }
 
 // migOf derives a GPU's MIG profiles and placements from the catalog

@@ -96,6 +96,16 @@ func TestErrors(t *testing.T) {
 	if _, err := Discover(c, p, Node{Name: "n", MIGLayout: []string{"5g.50gb"}}); err == nil || !strings.Contains(err.Error(), "not a MIG profile") {
 		t.Errorf("bad profile: %v", err)
 	}
+	if _, err := Discover(c, p, Node{Name: "n", NVLinkDown: []int{0}}); err == nil || !strings.Contains(err.Error(), "no multi-node NVLink domain") {
+		t.Errorf("nvlinkDown on an HGX node: %v", err)
+	}
+	gb, _ := Lookup(c, "gb200-nvl72")
+	if _, err := Discover(c, gb, Node{Name: "n", NVLinkDomain: "d", NVLinkDown: []int{4}}); err == nil || !strings.Contains(err.Error(), "GPU 4 is not on the node; its GPUs are 0 to 3") {
+		t.Errorf("nvlinkDown past the node's GPUs: %v", err)
+	}
+	if inv, err := Discover(c, gb, Node{Name: "n", NVLinkDomain: "d", NVLinkDown: []int{3}}); err != nil || inv.GPUs[3].NVLink != nil || inv.GPUs[2].NVLink == nil {
+		t.Errorf("nvlinkDown [3]: %v", err)
+	}
 	a10, _ := Lookup(c, "azure-nv6ads-a10-v5")
 	if _, err := Discover(c, a10, Node{Name: "n", MIGLayout: []string{"1g.10gb"}}); err == nil {
 		t.Error("MIG layout on a vGPU accepted")
