@@ -3,6 +3,7 @@ package plannerlive
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -92,15 +93,46 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err := checkEndpoints(&c); err != nil {
 		return nil, err
 	}
-	for name, t := range map[string]Target{"prefill": c.Targets.Prefill, "decode": c.Targets.Decode} {
+	for _, t := range []struct {
+		name string
+		Target
+	}{{"prefill", c.Targets.Prefill}, {"decode", c.Targets.Decode}} {
 		if t.Version == "" || t.Resource == "" || t.Namespace == "" || t.Name == "" {
-			return nil, fmt.Errorf("targets.%s: version, resource, namespace and name are required (e.g. group: apps, version: v1, resource: deployments)", name)
+			return nil, fmt.Errorf("targets.%s: version, resource, namespace and name are required (e.g. group: apps, version: v1, resource: deployments)", t.name)
 		}
+	}
+	if err := checkPoolsApart(&c); err != nil {
+		return nil, err
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:9464" // loopback unless the file says wider (":9464" in a pod)
 	}
 	return &c, nil
+}
+
+// checkPoolsApart refuses a file that gives both pools the same object to
+// scale or the same workers to read: the pools would fight over one
+// replica count, or each would see the other's load as its own.
+func checkPoolsApart(c *Config) error {
+	p, d := c.Targets.Prefill, c.Targets.Decode
+	if p.Group == d.Group && p.Resource == d.Resource && p.Namespace == d.Namespace && p.Name == d.Name {
+		return fmt.Errorf("targets.decode: %s is targets.prefill too; each pool scales its own object", d)
+	}
+	m := c.Metrics
+	switch {
+	case m.Prometheus != nil && m.Prometheus.PrefillSelector == m.Prometheus.DecodeSelector:
+		return fmt.Errorf("metrics.prometheus: prefillSelector and decodeSelector are both %q; each selects its own pool's workers", m.Prometheus.PrefillSelector)
+	case m.Scrape != nil && m.Scrape.PrefillSelector != "" && m.Scrape.PrefillSelector == m.Scrape.DecodeSelector:
+		return fmt.Errorf("metrics.scrape: prefillSelector and decodeSelector are both %q; each selects its own pool's pods", m.Scrape.PrefillSelector)
+	}
+	if m.Scrape != nil {
+		for i, u := range m.Scrape.Decode {
+			if slices.Contains(m.Scrape.Prefill, u) {
+				return fmt.Errorf("metrics.scrape.decode[%d]: %q is in metrics.scrape.prefill too; each URL is one pool's worker", i, u)
+			}
+		}
+	}
+	return nil
 }
 
 // checkEndpoints refuses a metrics URL, port or listen address that no

@@ -43,12 +43,18 @@ func TestConfig(t *testing.T) {
 		"pods port":     strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "scrape: {namespace: s, prefillSelector: a, decodeSelector: b, port: 70000}", 1),
 		"listen":        good + "listen: \"9464\"\n",
 		"listen port":   good + "listen: \"0.0.0.0:99999\"\n",
+		"one target":    strings.Replace(good, "name: d}", "name: p}", 1),
+		"one url":       strings.Replace(good, `"http://127.0.0.1:8001/metrics"`, `"http://127.0.0.1:8000/metrics"`, 1),
+		"one selector":  strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "prometheus: {url: \"http://p:9090\", prefillSelector: a, decodeSelector: a}", 1),
+		"one pod label": strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "scrape: {namespace: s, prefillSelector: role=x, decodeSelector: role=x}", 1),
 		"pods selector": strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`, "scrape: {namespace: s, prefillSelector: role=prefill, decodeSelector: \"a=(\"}", 1),
 	}
 	wants := map[string]string{"unknown field": "speed", "two sources": "exactly one", "no target": "targets.decode", "no engine": "engine.model",
 		"urls and pods": "not both or neither", "pods half": "needs decodeSelector", "scrape url": `metrics.scrape.decode[0]: "127.0.0.1:8001/metrics" is not an http(s) URL`,
 		"prom url": "metrics.prometheus.url", "pods port": "metrics.scrape.port: 70000", "listen": `listen: "9464"`,
-		"listen port": `listen: "0.0.0.0:99999": port "99999", want 0 to 65535`, "pods selector": `metrics.scrape.decodeSelector: "a=(":`}
+		"listen port": `listen: "0.0.0.0:99999": port "99999", want 0 to 65535`, "pods selector": `metrics.scrape.decodeSelector: "a=(":`,
+		"one target": "is targets.prefill too", "one url": `metrics.scrape.decode[0]: "http://127.0.0.1:8000/metrics" is in metrics.scrape.prefill too`,
+		"one selector": `prefillSelector and decodeSelector are both "a"`, "one pod label": `metrics.scrape: prefillSelector and decodeSelector are both "role=x"`}
 	// Workers found by label: the source gets its client only then.
 	pods := strings.Replace(good, `scrape: {prefill: ["http://127.0.0.1:8000/metrics"], decode: ["http://127.0.0.1:8001/metrics"]}`,
 		"scrape: {namespace: s, prefillSelector: role=prefill, decodeSelector: role=decode}", 1)
