@@ -44,53 +44,44 @@ func TestReplayOfNothing(t *testing.T) {
 	}
 }
 
-// A line past the bound fails with its number and the bound, in every
-// line-reading format, rather than being read into memory whole.
-func TestReplayRefusesAnOverlongLine(t *testing.T) {
+// firstError replays body until it fails or ends (at most three
+// requests) and returns the failure.
+func firstError(t *testing.T, body, format string) error {
+	t.Helper()
+	r, err := NewReplay(strings.NewReader(body), format, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, ok, err := r.Next(); err != nil || !ok {
+			return err
+		}
+	}
+	return nil
+}
+
+// A bad second line fails with its number and what is wrong, in every
+// line-reading format: a line past the bound rather than being read into
+// memory whole, a key given twice rather than a decoder keeping the last
+// value and replaying a size the trace may not hold.
+func TestReplayRefusesABadLine(t *testing.T) {
 	first := map[string]string{
 		FormatGpuplane: `{"at": 0, "isl": 10, "osl": 5}` + "\n",
 		FormatMooncake: `{"timestamp": 0, "input_length": 10, "output_length": 5}` + "\n",
 	}
-	for format, line := range first {
-		body := line + strings.Repeat("x", maxTraceLine+1) + "\n"
-		r, err := NewReplay(strings.NewReader(body), format, ReplayOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var last error
-		for i := 0; i < 3; i++ {
-			if _, ok, err := r.Next(); err != nil || !ok {
-				last = err
-				break
-			}
-		}
-		if last == nil || !strings.Contains(last.Error(), "trace line 2: longer than 1024 KiB") {
-			t.Errorf("%s: %v, want line 2 named as longer than the bound", format, last)
-		}
+	repeated := map[string][2]string{ // the line, the key it repeats
+		FormatGpuplane: {`{"at": 1, "isl": 10, "osl": 5, "isl": 20}`, "isl"},
+		FormatMooncake: {`{"timestamp": 1, "output_length": 5, "input_length": 10, "output_length": 6}`, "output_length"},
 	}
-}
-
-// A trace line that gives a key twice is refused by its line and key: a
-// decoder would keep the last value and replay a size the trace may not
-// hold.
-func TestReplayRefusesARepeatedKey(t *testing.T) {
-	for format, body := range map[string]string{
-		FormatGpuplane: `{"at": 0, "isl": 10, "osl": 5}` + "\n" + `{"at": 1, "isl": 10, "osl": 5, "isl": 20}` + "\n",
-		FormatMooncake: `{"timestamp": 0, "input_length": 10, "output_length": 5}` + "\n" + `{"timestamp": 1, "output_length": 5, "input_length": 10, "output_length": 6}` + "\n",
-	} {
-		r, err := NewReplay(strings.NewReader(body), format, ReplayOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var last error
-		for i := 0; i < 3; i++ {
-			if _, ok, err := r.Next(); err != nil || !ok {
-				last = err
-				break
+	for format, line := range first {
+		for _, tc := range []struct{ second, want string }{
+			{strings.Repeat("x", maxTraceLine+1), "trace line 2: longer than 1024 KiB"},
+			{repeated[format][0], "trace line 2: " + repeated[format][1] + ": given twice"},
+		} {
+			err := firstError(t, line+tc.second+"\n", format)
+			if err == nil || !strings.Contains(err.Error(), format+" "+tc.want) {
+				t.Errorf("%s: %v, want %q", format, err, tc.want)
 			}
-		}
-		if last == nil || !strings.Contains(last.Error(), format+" trace line 2: ") || !strings.Contains(last.Error(), "given twice") {
-			t.Errorf("%s: %v, want line 2's repeated key named", format, last)
 		}
 	}
 }
