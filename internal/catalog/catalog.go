@@ -109,6 +109,9 @@ func (c *Catalog) add(b []byte, src string) error {
 	if err := strict.Unmarshal(bytes.TrimSpace(b), &f); err != nil {
 		return fmt.Errorf("catalog %s: %w (fields are gpus, models, mig, vgpu; see docs/CATALOG.md)", src, err)
 	}
+	if err := c.checkNames(&f); err != nil {
+		return fmt.Errorf("catalog %s: %w", src, err)
+	}
 	for _, g := range f.GPUs {
 		if err := g.validate(); err != nil {
 			return fmt.Errorf("catalog %s: %w", src, err)
@@ -148,6 +151,68 @@ func (c *Catalog) add(b []byte, src string) error {
 		}
 		v.GPU = g.Name
 		c.VGPU[g.Name] = replaceOrAppendV(c.VGPU[g.Name], v, func(x VGPUSize) string { return x.Fraction })
+	}
+	return nil
+}
+
+// checkNames refuses an entry a file gives twice (only the last would
+// count) and a GPU alias that already names another GPU (lookups of it
+// would quietly change device). A name that is known replaces that entry,
+// as documented.
+func (c *Catalog) checkNames(f *File) error {
+	type first struct {
+		at    string
+		entry int
+	}
+	seen := map[string]first{}
+	// once refuses key when another entry of the file gave it; an entry
+	// may repeat its own name as an alias.
+	once := func(kind, key, at string, entry int) error {
+		k := kind + "\x00" + norm(key)
+		if f, ok := seen[k]; ok && f.entry != entry {
+			return fmt.Errorf("%s: %q is given twice in the file (first at %s); keep one", at, key, f.at)
+		} else if !ok {
+			seen[k] = first{at, entry}
+		}
+		return nil
+	}
+	for i, g := range f.GPUs {
+		if err := once("gpu", g.Name, fmt.Sprintf("gpus[%d].name", i), i); err != nil {
+			return err
+		}
+		for j, a := range g.Aliases {
+			at := fmt.Sprintf("gpus[%d].aliases[%d]", i, j)
+			if err := once("gpu", a, at, i); err != nil {
+				return err
+			}
+			if o, ok := c.gpuIndex[norm(a)]; ok && norm(o.Name) != norm(g.Name) {
+				return fmt.Errorf("%s: %q already names gpu %q; choose another alias, or name the entry %q to replace that GPU", at, a, o.Name, o.Name)
+			}
+		}
+	}
+	for i, m := range f.Models {
+		if err := once("model", m.Name, fmt.Sprintf("models[%d].name", i), i); err != nil {
+			return err
+		}
+		for j, a := range m.Aliases {
+			at := fmt.Sprintf("models[%d].aliases[%d]", i, j)
+			if err := once("model", a, at, i); err != nil {
+				return err
+			}
+			if o, ok := c.modelIndex[norm(a)]; ok && norm(o.Name) != norm(m.Name) {
+				return fmt.Errorf("%s: %q already names model %q; choose another alias, or name the entry %q to replace that model", at, a, o.Name, o.Name)
+			}
+		}
+	}
+	for i, p := range f.MIG {
+		if err := once("mig", p.GPU+" "+p.Profile, fmt.Sprintf("mig[%d]", i), i); err != nil {
+			return err
+		}
+	}
+	for i, v := range f.VGPU {
+		if err := once("vgpu", v.GPU+" "+v.Fraction, fmt.Sprintf("vgpu[%d]", i), i); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -346,11 +346,18 @@ func TestQuantizedCheckpointNames(t *testing.T) {
 // A catalog file with nonsense numbers is refused with the field.
 func TestCatalogFileRanges(t *testing.T) {
 	for name, tc := range map[string]struct{ doc, want string }{
-		"negative tflops": {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: 3000, pcieGBpsPerDir: 64, tflops: {bf16: -5}}\n", "tflops.bf16"},
-		"NaN bandwidth":   {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: .nan, pcieGBpsPerDir: 64, tflops: {bf16: 500}}\n", "gpus[0].memoryBandwidthGBps: .nan (line 2) is not a finite number"},
-		"NaN fraction":    {"mig:\n- {gpu: h100_sxm, profile: 9g.1gb, memoryFraction: .nan, sms: 10, memoryGiB: 10, maxInstances: 1}\n", "mig[0].memoryFraction: .nan (line 2) is not a finite number"},
-		"huge layers":     {"models:\n- {name: m/x, architecture: LlamaForCausalLM, layers: 100000000, hiddenSize: 4096, attentionHeads: 32, kvHeads: 8, headDim: 128, intermediateSize: 14336, vocabSize: 128256}\n", "layers"},
-		"two documents":   {"gpus: []\n---\nmodels: []\n", "YAML documents"},
+		"negative tflops":  {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: 3000, pcieGBpsPerDir: 64, tflops: {bf16: -5}}\n", "tflops.bf16"},
+		"NaN bandwidth":    {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: .nan, pcieGBpsPerDir: 64, tflops: {bf16: 500}}\n", "gpus[0].memoryBandwidthGBps: .nan (line 2) is not a finite number"},
+		"NaN fraction":     {"mig:\n- {gpu: h100_sxm, profile: 9g.1gb, memoryFraction: .nan, sms: 10, memoryGiB: 10, maxInstances: 1}\n", "mig[0].memoryFraction: .nan (line 2) is not a finite number"},
+		"huge layers":      {"models:\n- {name: m/x, architecture: LlamaForCausalLM, layers: 100000000, hiddenSize: 4096, attentionHeads: 32, kvHeads: 8, headDim: 128, intermediateSize: 14336, vocabSize: 128256}\n", "layers"},
+		"two documents":    {"gpus: []\n---\nmodels: []\n", "YAML documents"},
+		"fp8 below bf16":   {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: 3000, pcieGBpsPerDir: 64, tflops: {bf16: 500, fp8: 50}}\n", "tflops.fp8: 50 is below tflops.bf16 500"},
+		"capability":       {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: 3000, pcieGBpsPerDir: 64, tflops: {bf16: 500}, computeCapability: banana}\n", `computeCapability: "banana"`},
+		"gpu twice":        {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: 3000, pcieGBpsPerDir: 64, tflops: {bf16: 500}}\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: 3000, pcieGBpsPerDir: 64, tflops: {bf16: 500}}\n", `gpus[1].name: "x1" is given twice in the file (first at gpus[0].name)`},
+		"alias of another": {"gpus:\n- {name: x1, productName: X1, architecture: hopper, smCount: 100, memoryGiB: 80, memoryBandwidthGBps: 3000, pcieGBpsPerDir: 64, tflops: {bf16: 500}, aliases: [H100]}\n", `gpus[0].aliases[0]: "H100" already names gpu "h100_sxm"`},
+		"model twice":      {"models:\n- {name: m/x, architecture: LlamaForCausalLM, layers: 32, hiddenSize: 4096, attentionHeads: 32, kvHeads: 8, headDim: 128, intermediateSize: 14336, vocabSize: 128256}\n- {name: m/x, architecture: LlamaForCausalLM, layers: 32, hiddenSize: 4096, attentionHeads: 32, kvHeads: 8, headDim: 128, intermediateSize: 14336, vocabSize: 128256}\n", `models[1].name: "m/x" is given twice`},
+		"model alias":      {"models:\n- {name: m/x, architecture: LlamaForCausalLM, layers: 32, hiddenSize: 4096, attentionHeads: 32, kvHeads: 8, headDim: 128, intermediateSize: 14336, vocabSize: 128256, aliases: [qwen3-32b]}\n", `already names model "Qwen/Qwen3-32B"`},
+		"mig twice":        {"mig:\n- {gpu: h100_sxm, profile: 3g.40gb, memoryFraction: 0.5, sms: 60, memoryGiB: 40, maxInstances: 2}\n- {gpu: h100_sxm, profile: 3g.40gb, memoryFraction: 0.5, sms: 60, memoryGiB: 40, maxInstances: 2}\n", `mig[1]: "h100_sxm 3g.40gb" is given twice`},
 	} {
 		f := filepath.Join(t.TempDir(), "c.yaml")
 		if err := os.WriteFile(f, []byte(tc.doc), 0o600); err != nil {

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"regexp"
 )
 
 // Architecture families share kernel efficiencies in the performance model.
@@ -96,6 +97,9 @@ func (g *GPU) MaxTP() int {
 	return n
 }
 
+// computeCapability is how NVML and CUDA write one: major.minor.
+var computeCapability = regexp.MustCompile(`^[1-9][0-9]?\.[0-9]$`)
+
 func (g *GPU) validate() error {
 	for _, f := range []struct {
 		name      string
@@ -135,6 +139,18 @@ func (g *GPU) validate() error {
 		if _, err := ParsePrecision(string(p)); err != nil || p != BF16 && p != FP8 && p != FP4 && p != INT8 {
 			return fmt.Errorf("gpu %q: tflops key %q: use bf16, fp8, int8 or fp4", g.Name, p)
 		}
+	}
+	// Narrower tensor formats run at least as fast as wider ones on every
+	// GPU with tensor cores for them; a peak below the wider one's is a
+	// typo (often a missing digit), and would price fp8 slower than bf16.
+	for _, pair := range [][2]Precision{{BF16, FP8}, {BF16, INT8}, {FP8, FP4}} {
+		wide, narrow := g.TFLOPS[pair[0]], g.TFLOPS[pair[1]]
+		if wide > 0 && narrow > 0 && narrow < wide {
+			return fmt.Errorf("gpu %q: tflops.%s: %g is below tflops.%s %g; a narrower format's peak is at least the wider one's (dense, without sparsity)", g.Name, pair[1], narrow, pair[0], wide)
+		}
+	}
+	if cc := g.ComputeCapability; cc != "" && !computeCapability.MatchString(cc) {
+		return fmt.Errorf("gpu %q: computeCapability: %q; write it major.minor as NVML reports it, e.g. \"9.0\"", g.Name, cc)
 	}
 	return nil
 }
