@@ -39,6 +39,7 @@ EXTRA`
 		"min above mean":      {doc("{constant: 1}", "{normal: {mean: 100, std: 10, min: 500}}", "60", ""), "workload.isl.normal: min 500 is above the mean 100"},
 		"huge fixed":          {doc("{constant: 1}", "{fixed: 100000000}", "60", ""), "workload.isl.fixed"},
 		"huge replicas":       {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "replicas: 1", "replicas: 10000000", 1), "deployment.agg.replicas"},
+		"no workers":          {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "replicas: 1", "replicas: 0", 1), "deployment.agg.replicas: 0 and no planner section"},
 		"two documents":       {doc("{constant: 1}", "{fixed: 100}", "60", "---\nmodel: x"), "YAML documents"},
 		"dp x replicas":       {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "replicas: 1", "dp: 8, replicas: 2000", 1), "deployment.agg: 2000 replicas of dp 8 make 16000 engines"},
 		"huge dp":             {strings.Replace(doc("{constant: 1}", "{fixed: 100}", "60", ""), "replicas: 1", "dp: 100000000000000000, replicas: 1", 1), "deployment.agg: 1 replicas of dp"},

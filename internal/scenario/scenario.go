@@ -260,6 +260,11 @@ func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest 
 		if p.Replicas < 0 {
 			return nil, fmt.Errorf("deployment.%s.replicas: must be >= 0", field)
 		}
+		if p.Replicas == 0 && s.Planner == nil {
+			// Without a planner to start workers, no request would ever be
+			// served and the run would report only its queue.
+			return nil, fmt.Errorf("deployment.%s.replicas: 0 and no planner section to start any; give 1 or more", field)
+		}
 		w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: be, Weights: prec, TP: p.TP, EP: p.EP, DP: p.DP,
 			SpecTokens: s.SpecTokens, SpecAccept: s.SpecAccept}, params)
 		if err != nil {
