@@ -156,9 +156,9 @@ func (c *Catalog) add(b []byte, src string) error {
 }
 
 // checkNames refuses an entry a file gives twice (only the last would
-// count) and a GPU alias that already names another GPU (lookups of it
-// would quietly change device). A name that is known replaces that entry,
-// as documented.
+// count) and an alias that already names another GPU or model (lookups of
+// it would quietly change). A name that is known replaces that entry, as
+// documented.
 func (c *Catalog) checkNames(f *File) error {
 	type first struct {
 		at    string
@@ -169,8 +169,8 @@ func (c *Catalog) checkNames(f *File) error {
 	// may repeat its own name as an alias.
 	once := func(kind, key, at string, entry int) error {
 		k := kind + "\x00" + norm(key)
-		if f, ok := seen[k]; ok && f.entry != entry {
-			return fmt.Errorf("%s: %q is given twice in the file (first at %s); keep one", at, key, f.at)
+		if prev, ok := seen[k]; ok && prev.entry != entry {
+			return fmt.Errorf("%s: %q is given twice in the file (first at %s); keep one", at, key, prev.at)
 		} else if !ok {
 			seen[k] = first{at, entry}
 		}
