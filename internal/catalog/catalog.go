@@ -176,32 +176,34 @@ func (c *Catalog) checkNames(f *File) error {
 		}
 		return nil
 	}
-	for i, g := range f.GPUs {
-		if err := once("gpu", g.Name, fmt.Sprintf("gpus[%d].name", i), i); err != nil {
+	// named checks one GPU or model: its name and aliases once in the
+	// file, and no alias that the catalog already resolves elsewhere.
+	named := func(kind string, i int, name string, aliases []string, known func(string) (string, bool)) error {
+		field := kind + "s"
+		if err := once(kind, name, fmt.Sprintf("%s[%d].name", field, i), i); err != nil {
 			return err
 		}
-		for j, a := range g.Aliases {
-			at := fmt.Sprintf("gpus[%d].aliases[%d]", i, j)
-			if err := once("gpu", a, at, i); err != nil {
+		for j, a := range aliases {
+			at := fmt.Sprintf("%s[%d].aliases[%d]", field, i, j)
+			if err := once(kind, a, at, i); err != nil {
 				return err
 			}
-			if o, ok := c.gpuIndex[norm(a)]; ok && norm(o.Name) != norm(g.Name) {
-				return fmt.Errorf("%s: %q already names gpu %q; choose another alias, or name the entry %q to replace that GPU", at, a, o.Name, o.Name)
+			if other, ok := known(a); ok && norm(other) != norm(name) {
+				return fmt.Errorf("%s: %q already names %s %q; choose another alias, or name the entry %q to replace it", at, a, kind, other, other)
 			}
+		}
+		return nil
+	}
+	gpuName := lookupName(c.gpuIndex, func(g *GPU) string { return g.Name })
+	for i, g := range f.GPUs {
+		if err := named("gpu", i, g.Name, g.Aliases, gpuName); err != nil {
+			return err
 		}
 	}
+	modelName := lookupName(c.modelIndex, func(m *Model) string { return m.Name })
 	for i, m := range f.Models {
-		if err := once("model", m.Name, fmt.Sprintf("models[%d].name", i), i); err != nil {
+		if err := named("model", i, m.Name, m.Aliases, modelName); err != nil {
 			return err
-		}
-		for j, a := range m.Aliases {
-			at := fmt.Sprintf("models[%d].aliases[%d]", i, j)
-			if err := once("model", a, at, i); err != nil {
-				return err
-			}
-			if o, ok := c.modelIndex[norm(a)]; ok && norm(o.Name) != norm(m.Name) {
-				return fmt.Errorf("%s: %q already names model %q; choose another alias, or name the entry %q to replace that model", at, a, o.Name, o.Name)
-			}
 		}
 	}
 	for i, p := range f.MIG {
@@ -215,6 +217,16 @@ func (c *Catalog) checkNames(f *File) error {
 		}
 	}
 	return nil
+}
+
+// lookupName resolves a name or alias through an index to its entry's name.
+func lookupName[T any](index map[string]*T, name func(*T) string) func(string) (string, bool) {
+	return func(a string) (string, bool) {
+		if x, ok := index[norm(a)]; ok {
+			return name(x), true
+		}
+		return "", false
+	}
 }
 
 func (c *Catalog) reindex() {
