@@ -16,15 +16,14 @@ import (
 func DuplicateKey(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	// One frame per open object or array: the keys seen in an object, and
-	// the path to it.
+	// One frame per open object or array: the path to it and, for an
+	// object, the keys seen (nil for an array).
 	type frame struct {
-		keys   map[string]bool
-		path   string
-		object bool
-		key    string // the object's key whose value comes next
-		index  int    // the array's next element
-		isKey  bool   // the object's next token is a key
+		keys  map[string]bool
+		path  string
+		key   string // the object's key whose value comes next
+		index int    // the array's next element
+		isKey bool   // the object's next token is a key
 	}
 	var stack []*frame
 	child := func() string {
@@ -32,7 +31,7 @@ func DuplicateKey(data []byte) error {
 			return ""
 		}
 		top := stack[len(stack)-1]
-		if top.object {
+		if top.keys != nil {
 			return join(top.path, top.key)
 		}
 		return top.path + "[" + strconv.Itoa(top.index) + "]"
@@ -43,7 +42,7 @@ func DuplicateKey(data []byte) error {
 			return
 		}
 		top := stack[len(stack)-1]
-		if top.object {
+		if top.keys != nil {
 			top.isKey = true
 		} else {
 			top.index++
@@ -56,8 +55,10 @@ func DuplicateKey(data []byte) error {
 		}
 		if d, ok := tok.(json.Delim); ok {
 			switch d {
-			case '{', '[':
-				stack = append(stack, &frame{keys: map[string]bool{}, path: child(), object: d == '{', isKey: true})
+			case '{':
+				stack = append(stack, &frame{keys: map[string]bool{}, path: child(), isKey: true})
+			case '[':
+				stack = append(stack, &frame{path: child()})
 			case '}', ']':
 				stack = stack[:len(stack)-1]
 				afterValue()
@@ -65,7 +66,7 @@ func DuplicateKey(data []byte) error {
 			continue
 		}
 		if len(stack) > 0 {
-			if top := stack[len(stack)-1]; top.object && top.isKey {
+			if top := stack[len(stack)-1]; top.keys != nil && top.isKey {
 				k, _ := tok.(string)
 				if top.keys[k] {
 					return fmt.Errorf("%s: given twice in one object; give each key once (a JSON reader keeps only the last)", join(top.path, k))
