@@ -2,6 +2,7 @@ package perf
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -377,15 +378,16 @@ func TestParseParamsRenamedKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := strings.Replace(string(b), "moeTtftFloorExpertUs: 12", "moeTtftFloorUs: 2000", 1)
+	key := fmt.Sprintf("moeTtftFloorExpertUs: %v", MustDefaultParams().Backends[TRTLLM].MoETTFTFloorExpertUs)
+	old := strings.Replace(string(b), key, "moeTtftFloorUs: 2000", 1)
 	if old == string(b) {
-		t.Fatal("the embedded parameters have no TensorRT-LLM moeTtftFloorExpertUs of 12 to rename")
+		t.Fatalf("the embedded parameters have no TensorRT-LLM %q to rename", key)
 	}
 	_, err = ParseParams([]byte(old), "old.yaml")
 	if err == nil || !strings.Contains(err.Error(), `"moeTtftFloorUs"`) || !strings.Contains(err.Error(), "moeTtftFloorExpertUs replaced it") {
 		t.Fatalf("old key: %v", err)
 	}
-	_, err = ParseParams([]byte(strings.Replace(string(b), "moeTtftFloorExpertUs: 12", "moeTtftFloorXUs: 12", 1)), "typo.yaml")
+	_, err = ParseParams([]byte(strings.Replace(string(b), key, "moeTtftFloorXUs: 12", 1)), "typo.yaml")
 	if err == nil || !strings.Contains(err.Error(), `"moeTtftFloorXUs"`) || strings.Contains(err.Error(), "replaced it") {
 		t.Fatalf("unknown key: %v", err)
 	}

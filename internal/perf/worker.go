@@ -527,10 +527,10 @@ func (w *Worker) Notes() []string { return w.notes }
 // routes DP times as many (ranks held balanced).
 func (w *Worker) moe(tokens float64, eager bool) float64 {
 	t := w.moeCompute(tokens, eager)
-	if w.ep > 1 {
+	if remote := w.a2aRemoteShare(); remote > 0 {
 		// Dispatch and combine all-to-all over the expert-parallel group;
 		// the traffic to peers past the NVLink domain crosses the network.
-		bytes := tokens * w.topK * w.hidden * 2 * (w.ep - 1) / w.ep
+		bytes := tokens * w.topK * w.hidden * 2 * remote
 		move := bytes * w.a2aNodeShare / w.linkBW
 		lat := w.a2aLatency
 		if w.a2aNodeShare < 1 {
@@ -540,6 +540,20 @@ func (w *Worker) moe(tokens float64, eager bool) float64 {
 		t += 2 * (lat + move)
 	}
 	return t
+}
+
+// a2aRemoteShare is the share of a rank's routed token copies that one of
+// its GPUs sends to experts outside the rank, per token of the rank. A
+// rank's tp GPUs all hold its tokens and own tp/ep of the experts between
+// them, so they split the sending, and with tp >= ep every expert a token
+// needs is already local: tensor-parallel attention with expert-parallel
+// MoE (tp 8, ep 8, dp 1) exchanges no tokens and reduces the experts'
+// outputs with the tp all-reduce a dense MLP has.
+func (w *Worker) a2aRemoteShare() float64 {
+	if w.ep <= 1 || w.tp >= w.ep {
+		return 0
+	}
+	return (1 - w.tp/w.ep) / w.tp
 }
 
 // moeCompute is the routed experts' GEMMs of one rank's tokens (and the
@@ -582,17 +596,14 @@ func (w *Worker) prefillAttention(b Batch) float64 {
 }
 
 // allReduce is the tensor-parallel communication of one layer: two ring
-// all-reduces of the activations (after attention and after the MLP), or
-// one plus the expert all-to-all when experts are distributed.
+// all-reduces of the activations, after attention and after the MLP. An
+// MoE layer's experts, spread over ranks or not, leave each of a rank's tp
+// GPUs a partial sum of its tokens' outputs, which the second one reduces.
 func (w *Worker) allReduce(tokens float64) float64 {
 	if w.tp <= 1 {
 		return 0
 	}
-	n := 2.0
-	if w.ep > 1 {
-		n = 1 + (1 - w.moeLayerFrac)
-	}
-	return n * w.allReduceOnce(tokens)
+	return 2 * w.allReduceOnce(tokens)
 }
 
 // allReduceOnce is one ring all-reduce of tokens rows of activations; a

@@ -16,6 +16,9 @@ func TestADPBalanceInEstimates(t *testing.T) {
 		t.Helper()
 		p := perf.MustDefaultParams().Clone()
 		p.Backends[be].ADPBalanceIters = hold
+		// Without the TTFT floor, which sits under every request's TTFT
+		// outside the engine and would stand in for the hold's wait.
+		p.Backends[be].MoETTFTFloorExpertUs = 0
 		w := perftest.Worker(t, "deepseek-ai/DeepSeek-R1", "b200_sxm",
 			perf.Config{Backend: be, Weights: catalog.FP4, KV: catalog.FP8, TP: 8 / dp, DP: dp, EP: 8}, p)
 		res, err := Aggregated(w, dp, Workload{ISL: 1024, OSL: 1024, Concurrency: 128}, Options{Harness: Burst})
