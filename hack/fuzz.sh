@@ -34,6 +34,7 @@ targets=(
   "./internal/kernels FuzzParseMoE"
   "./internal/kernels FuzzLoadMLAAndGDN"
   "./internal/kernels FuzzCacheRestore"
+  "./internal/kernels FuzzReadIndexer"
   "./internal/calibrate FuzzLoadCSV"
   "./internal/calibrate FuzzParseKnobs"
   "./internal/listenaddr FuzzCheck"

@@ -71,13 +71,15 @@ type kernelsReport struct {
 	GEMM      []kernels.GEMMResult `json:"gemm,omitempty"`
 	Attention []kernels.AttnResult `json:"attention,omitempty"`
 	MoE       []kernels.MoEResult  `json:"moe,omitempty"`
+	// DSA holds the sparse-attention indexer costs.
+	DSA []kernels.IndexerResult `json:"dsa,omitempty"`
 }
 
 func newCalibrateKernelsCmd(g *globals) *cobra.Command {
 	var out, only string
 	cmd := &cobra.Command{
 		Use:   "kernels",
-		Short: "Fit the embedded kernel summaries (dense GEMMs and attention per architecture; fused MoE per architecture, backend and precision) to measured kernel tables",
+		Short: "Fit the embedded kernel summaries (dense GEMMs and attention per architecture; fused MoE per architecture, backend and precision; the sparse-attention indexer) to measured kernel tables",
 		Long: `Reads the GEMM tables (gemm_perf), the attention tables (context_attention_perf,
 generation_attention_perf) and the fused-MoE tables (moe_perf) of a kernel tree and fits the
 numbers the performance model prices them with. Nothing here sees an end-to-end serving run.
@@ -90,13 +92,17 @@ fraction of bandwidth decode attention streams the KV cache at, and the least ti
 and one decode call (decode tables that stream faster than the GPU can, or slower than a quarter of
 it, are left out, as perf leaves them out when it prices from tables). Routed experts, per architecture,
 backend and weight precision: the fraction of tensor peak, the fraction of memory bandwidth, the
-rows per expert at half speed and a fixed cost per call.
+rows per expert at half speed and a fixed cost per call. DeepSeek sparse attention's indexer, per
+architecture and backend (dsa_generation_module_perf beside mla_generation_module_perf): the
+median time the DSA attention block takes over the MLA block of the same shape, at 16 sequences or
+fewer and contexts its top-k covers; a backend with only the DSA block table gets the family's
+median share of the block that the indexer takes where both were measured.
 
 Each summary is validated twice: one table row in ten is held out and predicted by a fit on the
 rest (next to the same rows priced by the parameters in use), and for architectures measured on
 several systems each system is predicted by a fit on the others. With --out it writes the
-parameters (--params, or the embedded ones) with the summaries in; --only gemm, --only attention
-or --only moe fits one kind.
+parameters (--params, or the embedded ones) with the summaries in; --only gemm, --only attention,
+--only moe or --only dsa fits one kind.
 
   gpuplane calibrate kernels --kernels ../shared/reference/kernels --only gemm
   gpuplane calibrate kernels --kernels ../shared/reference/kernels --out params.yaml`,
@@ -109,8 +115,8 @@ or --only moe fits one kind.
 			if err != nil {
 				return err
 			}
-			if only != "" && only != "gemm" && only != "attention" && only != "moe" {
-				return fmt.Errorf("--only: %q is not gemm, attention or moe; leave it out to fit all three", only)
+			if only != "" && only != "gemm" && only != "attention" && only != "moe" && only != "dsa" {
+				return fmt.Errorf("--only: %q is not gemm, attention, moe or dsa; leave it out to fit all four", only)
 			}
 			params := env.Params.Clone()
 			params.Kernels = nil
@@ -122,6 +128,11 @@ or --only moe fits one kind.
 			}
 			if only == "" || only == "attention" {
 				if rep.Attention, err = fitAttentionFamilies(g, env.Catalog, params, only == "attention"); err != nil {
+					return err
+				}
+			}
+			if only == "" || only == "dsa" {
+				if rep.DSA, err = fitIndexerFamilies(g, env.Catalog, params, only == "dsa"); err != nil {
 					return err
 				}
 			}
@@ -179,6 +190,9 @@ or --only moe fits one kind.
 			if rep.MoE != nil {
 				tables = append(tables, t)
 			}
+			if rep.DSA != nil {
+				tables = append(tables, indexerTable{rep.DSA})
+			}
 			for i, tb := range tables {
 				if i > 0 {
 					fmt.Fprintln(g.stdout)
@@ -191,7 +205,7 @@ or --only moe fits one kind.
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the parameters with the fitted summaries to this file")
-	cmd.Flags().StringVar(&only, "only", "", "fit one kind of summary: gemm, attention or moe (default: all three)")
+	cmd.Flags().StringVar(&only, "only", "", "fit one kind of summary: gemm, attention, moe or dsa (default: all four)")
 	return cmd
 }
 

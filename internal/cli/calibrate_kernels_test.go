@@ -212,7 +212,7 @@ func TestCalibrateKernelsFitsGEMMs(t *testing.T) {
 	if err != nil || !strings.Contains(table, "MAPE EMBEDDED BEFORE") || !strings.Contains(table, "MAPE AS DENSE GEMM") {
 		t.Errorf("both tables: %v\n%s", err, table)
 	}
-	if _, _, err := run(t, "calibrate", "kernels", "--kernels", dir, "--only", "experts"); err == nil || !strings.Contains(err.Error(), `--only: "experts" is not gemm, attention or moe`) {
+	if _, _, err := run(t, "calibrate", "kernels", "--kernels", dir, "--only", "experts"); err == nil || !strings.Contains(err.Error(), `--only: "experts" is not gemm, attention, moe or dsa`) {
 		t.Errorf("--only experts: %v", err)
 	}
 	empty := kernelTree(t, perf.MoEKernel{Compute: 0.3, Bandwidth: 0.75, RowsHalf: 40, LaunchUs: 35, ParamsHalf: 8e6})

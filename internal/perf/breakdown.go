@@ -10,8 +10,8 @@ const (
 	// PartExperts is the routed experts (fused MoE) and their all-to-all.
 	PartExperts
 	// PartAttention is prefill and decode attention: the cache read per
-	// context token, sliding windows, sparse top-k reads, linear-attention
-	// state and per-call and per-sequence costs.
+	// context token, sliding windows, sparse top-k reads and the sparse
+	// indexer, linear-attention state and per-call and per-sequence costs.
 	PartAttention
 	// PartCommunication is the tensor-parallel all-reduces and the
 	// pipeline's stage-to-stage transfers.

@@ -66,6 +66,14 @@ type FamilyParams struct {
 	// DecodeAttentionSeqUs is decode attention's cost per sequence in each
 	// attention layer (its own blocks and reductions), beyond streaming the cache.
 	DecodeAttentionSeqUs float64 `json:"decodeAttentionSeqUs,omitempty"`
+	// SparseIndexerUs is, per backend, the fixed time DeepSeek sparse
+	// attention's indexer adds to each sparse layer of an iteration: its
+	// projections, scores and top-k run as kernels of their own, whose
+	// launch and tail cost about as much at one sequence as at sixteen.
+	// Taken from the measured attention-block tables, the DSA block less
+	// the MLA block of the same shape at contexts the top-k covers
+	// (gpuplane calibrate kernels --only dsa); absent, none.
+	SparseIndexerUs map[Backend]float64 `json:"sparseIndexerUs,omitempty"`
 	// ElementwiseBandwidth is the fraction of bandwidth norms, activations and rotary embeddings reach.
 	ElementwiseBandwidth float64 `json:"elementwiseBandwidth"`
 	// MoE holds the fused-MoE kernels fitted to measured kernel tables, per
@@ -299,6 +307,14 @@ func (p *Params) Validate() error {
 			}
 			if !(v > 0 && v <= 1) {
 				return fmt.Errorf("families.%s.gemmPrecisionBandwidth.%s: %g must be in (0, 1]", fam, k, v)
+			}
+		}
+		for b, v := range f.SparseIndexerUs {
+			if !slices.Contains(Backends, b) {
+				return fmt.Errorf("families.%s.sparseIndexerUs.%s: unknown backend; want one of %v", fam, b, Backends)
+			}
+			if !(v >= 0 && v <= 10000) {
+				return fmt.Errorf("families.%s.sparseIndexerUs.%s: %g must be in [0, 10000] microseconds", fam, b, v)
 			}
 		}
 		for b, byPrec := range f.MoE {

@@ -198,6 +198,12 @@ func TestParamsValidation(t *testing.T) {
 		"moeTtftFloorExpertUs": func(p *Params) { p.Backends[TRTLLM].MoETTFTFloorExpertUs = -2 },
 		"frontendParallel":     func(p *Params) { p.Backends[SGLang].FrontendParallel = 1.5 },
 		"poolKnee: NaN":        func(p *Params) { p.Backends[SGLang].PoolKnee = math.NaN() },
+		"sparseIndexerUs.sglang": func(p *Params) {
+			p.Families[catalog.Hopper].SparseIndexerUs = map[Backend]float64{SGLang: -1}
+		},
+		"sparseIndexerUs.tgi": func(p *Params) {
+			p.Families[catalog.Blackwell].SparseIndexerUs = map[Backend]float64{"tgi": 40}
+		},
 		"gemmCallUs.fp8": func(p *Params) {
 			p.Families[catalog.Hopper].GEMMCallUs = map[catalog.Precision]float64{catalog.FP8: -3}
 		},

@@ -54,3 +54,44 @@ func TestSparseAttentionAgainstDense(t *testing.T) {
 		t.Errorf("a %d-token prompt: sparse %.1f ms, dense %.1f ms", n, s*1e3, dd*1e3)
 	}
 }
+
+// The indexer's fixed cost: every iteration of a sparse model pays it once
+// per sparse layer, prompt or decode, under the backend it was measured
+// for; a dense model and another backend pay nothing.
+func TestSparseIndexerCost(t *testing.T) {
+	c := catalog.MustDefault()
+	sparse, err := c.Model("deepseek-ai/DeepSeek-V3.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dense, err := c.Model("deepseek-ai/DeepSeek-V3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.Device("h200_sxm", "")
+	with := func(us float64) *Params {
+		p := MustDefaultParams().Clone()
+		p.Families[catalog.Hopper].SparseIndexerUs = map[Backend]float64{SGLang: us}
+		return p
+	}
+	mk := func(m *catalog.Model, be Backend, p *Params) *Worker {
+		w, err := NewWorker(Config{Model: m, Device: d, Backend: be, Weights: catalog.FP8, KV: catalog.FP8, TP: 8}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	prompt := Batch{PrefillTokens: 1024, PrefillSeqs: 1, PrefillPairs: 1024 * 1024 / 2, Sampled: 1}
+	for _, b := range []Batch{DecodeBatch(8, 1024), prompt} {
+		base, cost := mk(sparse, SGLang, with(0)).StepTime(b), mk(sparse, SGLang, with(100)).StepTime(b)
+		if got, want := cost-base, float64(sparse.FullAttentionLayers())*100e-6; math.Abs(got-want) > 1e-12 {
+			t.Errorf("%+v: the indexer added %.4f ms, want %.4f (100 us on each of %d layers)", b, got*1e3, want*1e3, sparse.FullAttentionLayers())
+		}
+		if x, y := mk(dense, SGLang, with(0)).StepTime(b), mk(dense, SGLang, with(100)).StepTime(b); x != y {
+			t.Errorf("dense MLA paid an indexer: %.4f -> %.4f ms", x*1e3, y*1e3)
+		}
+		if x, y := mk(sparse, VLLM, with(0)).StepTime(b), mk(sparse, VLLM, with(100)).StepTime(b); x != y {
+			t.Errorf("vLLM paid SGLang's indexer: %.4f -> %.4f ms", x*1e3, y*1e3)
+		}
+	}
+}

@@ -92,6 +92,9 @@ type Worker struct {
 	// indexer's FLOPs per query-key pair, and the indexer keys cached per
 	// token (all layers of a stage, every rank).
 	sparseK, idxFlopsPair, idxBytesTok float64
+	// idxCall is the indexer's fixed cost per iteration over the sparse
+	// layers (FamilyParams.SparseIndexerUs).
+	idxCall float64
 }
 
 // NewWorker validates cfg and precomputes its cost coefficients.
@@ -233,6 +236,8 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		perIdx := math.Max(sp.IndexBytesPerTokenLayer()/w.attnBW, w.idxFlopsPair/w.attnPeak)
 		w.decodeCtxCost = full * perIdx
 		w.decodeSeqCost += full * w.sparseK * perCtx
+		// Like the other fixed costs of a call, every layer pays it.
+		w.idxCall = float64(m.FullAttentionLayers()) * w.fam.SparseIndexerUs[cfg.Backend] * 1e-6
 	}
 	w.decodeSeqCost += float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
 	w.decodeAttnSeq = float64(m.FullAttentionLayers()+m.SlidingWindowLayers) * w.fam.DecodeAttentionSeqUs * 1e-6 / w.pp
@@ -401,7 +406,7 @@ func (w *Worker) fixedStepTime(b Batch, verify int, p *parts) float64 {
 		t += p.add(PartOverheads, 1, w.be.PrefillOverheadMs*1e-3)
 	}
 	t += p.add(PartOverheads, 1, w.be.PerSeqOverheadUs*1e-6*float64(b.DecodeSeqs+b.PrefillSeqs))
-	t += p.add(PartAttention, 1, w.decodeSeqCost*float64(b.DecodeSeqs)+w.linTokCost*float64(b.PrefillTokens))
+	t += p.add(PartAttention, 1, w.idxCall+w.decodeSeqCost*float64(b.DecodeSeqs)+w.linTokCost*float64(b.PrefillTokens))
 	if w.decode == nil {
 		t += p.add(PartAttention, 1, w.decodeAttnSeq*float64(b.DecodeSeqs))
 	}

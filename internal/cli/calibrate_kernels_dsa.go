@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+	"github.com/gpuplane/gpuplane/internal/kernels"
+	"github.com/gpuplane/gpuplane/internal/perf"
+)
+
+// indexerTable reports the sparse-attention indexer costs.
+type indexerTable struct {
+	Results []kernels.IndexerResult `json:"dsa"`
+}
+
+func (t indexerTable) Header() []string {
+	return []string{"FAMILY", "BACKEND", "FROM", "SYSTEMS", "INDEXER US", "HELD OUT", "MAPE"}
+}
+
+func (t indexerTable) Rows() [][]string {
+	var rows [][]string
+	for _, r := range t.Results {
+		from := "dsa - mla blocks"
+		if !r.Measured {
+			from = fmt.Sprintf("dsa block x %.2f share", r.Share)
+		}
+		mape := "-"
+		if r.HeldOut.N > 0 {
+			mape = pct(r.HeldOut.MAPEPct)
+		}
+		rows = append(rows, []string{r.Family, r.Backend, from, strings.Join(r.Systems, ","), fmt.Sprintf("%.1f", r.Us), fmt.Sprint(r.HeldOut.N), mape})
+	}
+	return rows
+}
+
+// fitIndexerFamilies takes each architecture's and backend's sparse
+// attention indexer cost from the attention-block tables of its catalog
+// systems and sets it in params. With required unset, a tree without DSA
+// block tables is reported, not an error.
+func fitIndexerFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, required bool) ([]kernels.IndexerResult, error) {
+	systems, err := kernels.Systems(g.kernelsDir)
+	if err != nil {
+		return nil, err
+	}
+	var samples []kernels.IndexerSample
+	family := map[string]string{}
+	for _, s := range systems {
+		gpu, err := cat.GPU(s)
+		if err != nil {
+			continue // a system outside the catalog: nothing to price with it
+		}
+		family[s] = gpu.Architecture
+		backends, err := kernels.Backends(g.kernelsDir, s)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range backends {
+			if _, err := perf.ParseBackend(b); err != nil {
+				continue
+			}
+			smp, err := kernels.ReadIndexer(g.kernelsDir, s, b)
+			if err != nil {
+				return nil, fmt.Errorf("dsa: %s/%s: %w", s, b, err)
+			}
+			samples = append(samples, smp)
+		}
+	}
+	res := kernels.FitIndexer(samples, func(s string) string { return family[s] })
+	if len(res) == 0 {
+		if required {
+			return nil, fmt.Errorf("--kernels %s: no dsa_generation_module_perf rows of %d sequences or fewer and contexts of %d tokens or fewer beside an MLA block table: no indexer cost to take", g.kernelsDir, kernels.IndexerMaxBatch, kernels.IndexerMaxSeq)
+		}
+		return nil, nil
+	}
+	for _, r := range res {
+		fp := params.Families[r.Family]
+		if fp == nil {
+			continue
+		}
+		if fp.SparseIndexerUs == nil {
+			fp.SparseIndexerUs = map[perf.Backend]float64{}
+		}
+		be, _ := perf.ParseBackend(r.Backend)
+		fp.SparseIndexerUs[be] = r.Us
+	}
+	return res, nil
+}
