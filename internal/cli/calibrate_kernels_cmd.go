@@ -72,7 +72,8 @@ type kernelsReport struct {
 	Attention []kernels.AttnResult `json:"attention,omitempty"`
 	MoE       []kernels.MoEResult  `json:"moe,omitempty"`
 	// DSA holds the sparse-attention indexer costs.
-	DSA []kernels.IndexerResult `json:"dsa,omitempty"`
+	DSA        []kernels.IndexerResult `json:"dsa,omitempty"`
+	DSAPrefill []kernels.PrefillResult `json:"dsa_prefill,omitempty"`
 }
 
 func newCalibrateKernelsCmd(g *globals) *cobra.Command {
@@ -132,7 +133,7 @@ parameters (--params, or the embedded ones) with the summaries in; --only gemm, 
 				}
 			}
 			if only == "" || only == "dsa" {
-				if rep.DSA, err = fitIndexerFamilies(g, env.Catalog, params, only == "dsa"); err != nil {
+				if rep.DSA, rep.DSAPrefill, err = fitIndexerFamilies(g, env.Catalog, params, only == "dsa"); err != nil {
 					return err
 				}
 			}
@@ -192,6 +193,9 @@ parameters (--params, or the embedded ones) with the summaries in; --only gemm, 
 			}
 			if rep.DSA != nil {
 				tables = append(tables, indexerTable{rep.DSA})
+			}
+			if rep.DSAPrefill != nil {
+				tables = append(tables, indexerPrefillTable{rep.DSAPrefill})
 			}
 			for i, tb := range tables {
 				if i > 0 {

@@ -38,12 +38,13 @@ func (t indexerTable) Rows() [][]string {
 // attention indexer cost from the attention-block tables of its catalog
 // systems and sets it in params. With required unset, a tree without DSA
 // block tables is reported, not an error.
-func fitIndexerFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, required bool) ([]kernels.IndexerResult, error) {
+func fitIndexerFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, required bool) ([]kernels.IndexerResult, []kernels.PrefillResult, error) {
 	systems, err := kernels.Systems(g.kernelsDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var samples []kernels.IndexerSample
+	var prefill []kernels.PrefillExcess
 	family := map[string]string{}
 	for _, s := range systems {
 		gpu, err := cat.GPU(s)
@@ -53,25 +54,47 @@ func fitIndexerFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, r
 		family[s] = gpu.Architecture
 		backends, err := kernels.Backends(g.kernelsDir, s)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		var engines []string
 		for _, b := range backends {
 			if _, err := perf.ParseBackend(b); err != nil {
 				continue
 			}
+			engines = append(engines, b)
 			smp, err := kernels.ReadIndexer(g.kernelsDir, s, b)
 			if err != nil {
-				return nil, fmt.Errorf("dsa: %s/%s: %w", s, b, err)
+				return nil, nil, fmt.Errorf("dsa: %s/%s: %w", s, b, err)
 			}
 			samples = append(samples, smp)
 		}
+		rows, err := kernels.ReadPrefillExcess(g.kernelsDir, s, engines)
+		if err != nil {
+			return nil, nil, fmt.Errorf("dsa: %s: %w", s, err)
+		}
+		prefill = append(prefill, rows...)
 	}
 	res := kernels.FitIndexer(samples, func(s string) string { return family[s] })
+	pre, err := kernels.FitSparsePrefillFamilies(prefill, func(s string) string { return family[s] })
+	if err != nil {
+		return nil, nil, fmt.Errorf("dsa prefill: %w", err)
+	}
+	for _, r := range pre {
+		fp := params.Families[r.Family]
+		if fp == nil {
+			continue
+		}
+		if fp.SparsePrefill == nil {
+			fp.SparsePrefill = map[perf.Backend]*perf.SparsePrefillCost{}
+		}
+		be, _ := perf.ParseBackend(r.Backend)
+		fp.SparsePrefill[be] = &perf.SparsePrefillCost{CallUs: r.Cost.CallUs, TokenUs: r.Cost.TokenUs, PairPs: r.Cost.PairPs}
+	}
 	if len(res) == 0 {
 		if required {
-			return nil, fmt.Errorf("--kernels %s: no dsa_generation_module_perf rows of %d sequences or fewer and contexts of %d tokens or fewer beside an MLA block table: no indexer cost to take", g.kernelsDir, kernels.IndexerMaxBatch, kernels.IndexerMaxSeq)
+			return nil, nil, fmt.Errorf("--kernels %s: no dsa_generation_module_perf rows of %d sequences or fewer and contexts of %d tokens or fewer beside an MLA block table: no indexer cost to take", g.kernelsDir, kernels.IndexerMaxBatch, kernels.IndexerMaxSeq)
 		}
-		return nil, nil
+		return nil, pre, nil
 	}
 	for _, r := range res {
 		fp := params.Families[r.Family]
@@ -84,5 +107,32 @@ func fitIndexerFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, r
 		be, _ := perf.ParseBackend(r.Backend)
 		fp.SparseIndexerUs[be] = r.Us
 	}
-	return res, nil
+	return res, pre, nil
+}
+
+// indexerPrefillTable reports the prompt-side indexer costs.
+type indexerPrefillTable struct {
+	Results []kernels.PrefillResult `json:"dsa_prefill"`
+}
+
+func (t indexerPrefillTable) Header() []string {
+	return []string{"FAMILY", "BACKEND", "MLA BLOCK", "SYSTEMS", "ROWS", "CALL US", "TOKEN US", "PAIR PS", "HELD OUT", "MAPE", "BY SYSTEM"}
+}
+
+func (t indexerPrefillTable) Rows() [][]string {
+	var rows [][]string
+	for _, r := range t.Results {
+		base := "own"
+		if r.Borrowed {
+			base = "fastest other backend's"
+		}
+		mape := "-"
+		if r.HeldOut.N > 0 {
+			mape = pct(r.HeldOut.MAPEPct)
+		}
+		rows = append(rows, []string{r.Family, r.Backend, base, strings.Join(r.Systems, ","), fmt.Sprint(r.Rows),
+			fmt.Sprintf("%.1f", r.Cost.CallUs), fmt.Sprintf("%.3f", r.Cost.TokenUs), fmt.Sprintf("%.1f", r.Cost.PairPs),
+			fmt.Sprint(r.HeldOut.N), mape, bySystem(r.Systems, r.BySystem)})
+	}
+	return rows
 }

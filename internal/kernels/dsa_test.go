@@ -157,6 +157,16 @@ func FuzzReadIndexer(f *testing.F) {
 		}
 		writeGz(t, filepath.Join(v, "dsa_generation_module_perf.csv.gz"), dsa)
 		writeGz(t, filepath.Join(v, "mla_generation_module_perf.csv.gz"), mla)
+		writeGz(t, filepath.Join(v, "dsa_context_module_perf.csv.gz"), dsa)
+		writeGz(t, filepath.Join(v, "mla_context_module_perf.csv.gz"), mla)
+		if rows, err := ReadPrefillExcess(dir, "s", []string{"b"}); err == nil {
+			for _, r := range rows {
+				if math.IsNaN(r.Ms) || math.IsInf(r.Ms, 0) || r.Ms < 0 {
+					t.Fatalf("prefill excess %+v", r)
+				}
+			}
+			_, _ = FitSparsePrefillFamilies(rows, func(string) string { return "f" })
+		}
 		smp, err := ReadIndexer(dir, "s", "b")
 		if err != nil {
 			return
@@ -171,4 +181,80 @@ func FuzzReadIndexer(f *testing.F) {
 		}
 		FitIndexer([]IndexerSample{smp, {System: "t", Backend: "b", Rows: 1, BlockUs: 1}}, func(string) string { return "f" })
 	})
+}
+
+// ctxRow is one prefill attention-block row: model, heads, batch, isl, ms.
+func ctxRow(model string, heads, batch, isl int, ms float64) string {
+	return fmt.Sprintf("X,1,GPU,m,default,%s,A,bfloat16,bfloat16,fp8_block,%d,%d,%d,1,0,%g\n", model, heads, batch, isl, ms)
+}
+
+// The prompt-side excess: DSA block less MLA block per prompt shape, the
+// backend's own MLA block or, without one, the fastest other backend's on
+// the same system; the fit recovers a known cost, and each system is held
+// out.
+func TestPrefillExcessAndFit(t *testing.T) {
+	truth := SparsePrefill{CallUs: 30, TokenUs: 0.2, PairPs: 50}
+	dir := t.TempDir()
+	for _, sys := range []string{"a", "b"} {
+		var dsa, mla, slow string
+		for _, b := range []int{1, 2, 4} {
+			for _, n := range []int{512, 1024, 2048, 4096, 8192} {
+				base := 0.0001 * float64(b*n)
+				ex := truth.Ms(PrefillExcess{Batch: float64(b), ISL: float64(n)})
+				dsa += ctxRow("zai-org/GLM-5", 16, b, n, base+ex)
+				mla += ctxRow(indexerBaseModel, 16, b, n, base)
+				slow += ctxRow(indexerBaseModel, 16, b, n, 2*base)
+			}
+		}
+		// Out of the region: 64 heads, a 128-token prompt.
+		dsa += ctxRow("zai-org/GLM-5", 64, 1, 1024, 9) + ctxRow("zai-org/GLM-5", 16, 1, 128, 9)
+		for _, be := range []struct{ name, dsa, mla string }{{"trtllm", dsa, mla}, {"vllm", "", slow}, {"sglang", dsa, ""}} {
+			v := filepath.Join(dir, sys, be.name, "1")
+			if err := os.MkdirAll(v, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if be.dsa != "" {
+				writeGz(t, filepath.Join(v, "dsa_context_module_perf.csv.gz"), moduleHeader+be.dsa)
+			}
+			if be.mla != "" {
+				writeGz(t, filepath.Join(v, "mla_context_module_perf.csv.gz"), moduleHeader+be.mla)
+			}
+		}
+	}
+	var rows []PrefillExcess
+	for _, sys := range []string{"a", "b"} {
+		r, err := ReadPrefillExcess(dir, sys, []string{"trtllm", "vllm", "sglang"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r...)
+	}
+	if len(rows) != 60 {
+		t.Fatalf("%d rows, want 15 shapes x 2 systems x (trtllm, sglang)", len(rows))
+	}
+	for _, r := range rows {
+		want := truth.Ms(r)
+		if math.Abs(r.Ms/want-1) > 1e-9 || r.Borrowed != (r.Backend == "sglang") {
+			t.Fatalf("%+v: excess %.4f ms, want %.4f over the fastest MLA block (borrowed for sglang only)", r, r.Ms, want)
+		}
+	}
+	res, err := FitSparsePrefillFamilies(rows, func(string) string { return "fam" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 {
+		t.Fatalf("%d results, want sglang and trtllm", len(res))
+	}
+	for _, r := range res {
+		c := r.Cost
+		if math.Abs(c.CallUs/truth.CallUs-1) > 0.05 || math.Abs(c.TokenUs/truth.TokenUs-1) > 0.05 || math.Abs(c.PairPs/truth.PairPs-1) > 0.05 {
+			t.Errorf("%s: fitted %+v, want %+v", r.Backend, c, truth)
+		}
+		if r.HeldOut.N != 30 || r.HeldOut.MAPEPct > 2 || len(r.BySystem) != 2 {
+			t.Errorf("%s: held out %+v by %v, want both systems within 2%%", r.Backend, r.HeldOut, r.BySystem)
+		}
+	}
+	if res, err := FitSparsePrefillFamilies(rows[:10], func(string) string { return "fam" }); err != nil || len(res) != 0 {
+		t.Errorf("10 rows: %+v, %v; want no cost (fewer than %d rows)", res, err, MinPrefillRows)
+	}
 }

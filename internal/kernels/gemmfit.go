@@ -96,20 +96,12 @@ func FitGEMM(rows []GEMMRow) (GEMMSummary, error) {
 		// (a flat cap stalls the simplex); perf takes at most one.
 		return GEMMSummary{Efficiency: math.Min(1.5, math.Exp(x[0])), Bandwidth: math.Min(1.5, math.Exp(x[1])), CallUs: math.Min(1000, math.Exp(x[2]))}
 	}
-	obj := func(x []float64) float64 {
-		g := unpack(x)
-		var s float64
-		for _, r := range rows {
-			d := math.Log(g.Seconds(r) / r.Seconds)
-			s += d * d
-		}
-		return s / float64(len(rows))
-	}
-	x, err := minimizeLog(obj, []float64{math.Log(0.6), math.Log(0.7), math.Log(5)})
+	g, err := fitLogError(rows, unpack, func(g GEMMSummary, r GEMMRow) float64 { return g.Seconds(r) / r.Seconds },
+		[]float64{math.Log(0.6), math.Log(0.7), math.Log(5)})
 	if err != nil {
 		return GEMMSummary{}, fmt.Errorf("gemm fit: %w", err)
 	}
-	return unpack(x), nil
+	return g, nil
 }
 
 // ScoreGEMM predicts rows with g.

@@ -136,22 +136,34 @@ func FitMoE(rows []MoERow) (perf.MoEKernel, error) {
 			ParamsHalf: math.Min(1e12, math.Exp(x[4])),
 		}
 	}
+	k, err := fitLogError(rows, unpack, func(k perf.MoEKernel, r MoERow) float64 { return k.Seconds(r.Shape, r.Peak, r.BW) / r.Seconds },
+		[]float64{math.Log(0.5), math.Log(0.6), math.Log(32), math.Log(20), math.Log(1e6)})
+	if err != nil {
+		return perf.MoEKernel{}, fmt.Errorf("moe fit: %w", err)
+	}
+	k.Rows = len(rows)
+	return k, nil
+}
+
+// fitLogError minimises the mean squared log of ratio (predicted over
+// measured) over rows in log-parameter space from x0 (minimizeLog), so
+// short and long calls weigh alike, and returns the best point unpacked.
+func fitLogError[R, K any](rows []R, unpack func([]float64) K, ratio func(K, R) float64, x0 []float64) (K, error) {
 	obj := func(x []float64) float64 {
 		k := unpack(x)
 		var s float64
 		for _, r := range rows {
-			d := math.Log(k.Seconds(r.Shape, r.Peak, r.BW) / r.Seconds)
+			d := math.Log(ratio(k, r))
 			s += d * d
 		}
 		return s / float64(len(rows))
 	}
-	x, err := minimizeLog(obj, []float64{math.Log(0.5), math.Log(0.6), math.Log(32), math.Log(20), math.Log(1e6)})
+	x, err := minimizeLog(obj, x0)
 	if err != nil {
-		return perf.MoEKernel{}, fmt.Errorf("moe fit: %w", err)
+		var zero K
+		return zero, err
 	}
-	k := unpack(x)
-	k.Rows = len(rows)
-	return k, nil
+	return unpack(x), nil
 }
 
 // minimizeLog minimises obj over log-parameters by Nelder-Mead from x0,

@@ -74,11 +74,28 @@ type FamilyParams struct {
 	// the MLA block of the same shape at contexts the top-k covers
 	// (gpuplane calibrate kernels --only dsa); absent, none.
 	SparseIndexerUs map[Backend]float64 `json:"sparseIndexerUs,omitempty"`
+	// SparsePrefill is, per backend, what a prompt costs a sparse layer
+	// beyond its MLA core: the indexer scores every causal query-key pair
+	// and each query gathers its top k, unsplit by tensor parallelism.
+	// Taken from the prefill attention-block tables, the DSA block less the
+	// MLA block of the same prompts (gpuplane calibrate kernels --only
+	// dsa); absent, none.
+	SparsePrefill map[Backend]*SparsePrefillCost `json:"sparsePrefill,omitempty"`
 	// ElementwiseBandwidth is the fraction of bandwidth norms, activations and rotary embeddings reach.
 	ElementwiseBandwidth float64 `json:"elementwiseBandwidth"`
 	// MoE holds the fused-MoE kernels fitted to measured kernel tables, per
 	// backend and weight precision; where absent, experts are priced as dense GEMMs.
 	MoE map[Backend]map[catalog.Precision]*MoEKernel `json:"moe,omitempty"`
+}
+
+// SparsePrefillCost prices a sparse layer's prompt-side indexer: a fixed
+// time per iteration with prompt tokens, a time per prompt token and a
+// time per causal query-key pair under the top-k window (the pairs the
+// gathered attention computes).
+type SparsePrefillCost struct {
+	CallUs  float64 `json:"callUs"`
+	TokenUs float64 `json:"tokenUs"`
+	PairPs  float64 `json:"pairPs"`
 }
 
 // GEMMBandwidthFor is the weight-streaming bandwidth fraction of GEMMs
@@ -315,6 +332,20 @@ func (p *Params) Validate() error {
 			}
 			if !(v >= 0 && v <= 10000) {
 				return fmt.Errorf("families.%s.sparseIndexerUs.%s: %g must be in [0, 10000] microseconds", fam, b, v)
+			}
+		}
+		for b, c := range f.SparsePrefill {
+			at := fmt.Sprintf("families.%s.sparsePrefill.%s", fam, b)
+			if !slices.Contains(Backends, b) {
+				return fmt.Errorf("%s: unknown backend; want one of %v", at, Backends)
+			}
+			if c == nil {
+				return fmt.Errorf("%s: empty; give callUs, tokenUs and pairPs or remove it", at)
+			}
+			for name, v := range map[string]float64{"callUs": c.CallUs, "tokenUs": c.TokenUs, "pairPs": c.PairPs} {
+				if !(v >= 0 && v <= 1e5) {
+					return fmt.Errorf("%s.%s: %g must be in [0, 100000]", at, name, v)
+				}
 			}
 		}
 		for b, byPrec := range f.MoE {

@@ -201,6 +201,12 @@ func TestParamsValidation(t *testing.T) {
 		"sparseIndexerUs.sglang": func(p *Params) {
 			p.Families[catalog.Hopper].SparseIndexerUs = map[Backend]float64{SGLang: -1}
 		},
+		"sparsePrefill.vllm.pairPs": func(p *Params) {
+			p.Families[catalog.Blackwell].SparsePrefill = map[Backend]*SparsePrefillCost{VLLM: {PairPs: math.NaN()}}
+		},
+		"sparsePrefill.sglang: empty": func(p *Params) {
+			p.Families[catalog.Hopper].SparsePrefill = map[Backend]*SparsePrefillCost{SGLang: nil}
+		},
 		"sparseIndexerUs.tgi": func(p *Params) {
 			p.Families[catalog.Blackwell].SparseIndexerUs = map[Backend]float64{"tgi": 40}
 		},

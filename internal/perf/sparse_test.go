@@ -20,8 +20,12 @@ func TestSparseAttentionAgainstDense(t *testing.T) {
 	dense := *sparse
 	dense.Sparse = nil
 	d, _ := c.Device("h200_sxm", "")
+	// The roofline terms alone: the indexer's measured kernels (their own
+	// tests below) cost more than the FLOPs saved, which the tables show.
+	p := MustDefaultParams().Clone()
+	p.Families[catalog.Hopper].SparseIndexerUs, p.Families[catalog.Hopper].SparsePrefill = nil, nil
 	mk := func(m *catalog.Model) *Worker {
-		w, err := NewWorker(Config{Model: m, Device: d, Backend: SGLang, Weights: catalog.FP8, KV: catalog.FP8, TP: 8}, MustDefaultParams())
+		w, err := NewWorker(Config{Model: m, Device: d, Backend: SGLang, Weights: catalog.FP8, KV: catalog.FP8, TP: 8}, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,5 +97,43 @@ func TestSparseIndexerCost(t *testing.T) {
 		if x, y := mk(sparse, VLLM, with(0)).StepTime(b), mk(sparse, VLLM, with(100)).StepTime(b); x != y {
 			t.Errorf("vLLM paid SGLang's indexer: %.4f -> %.4f ms", x*1e3, y*1e3)
 		}
+	}
+}
+
+// The prompt side: an iteration with prompt tokens pays the call, the
+// tokens and the causal pairs under the top-k window on every sparse layer
+// (split over pipeline stages like the other per-token work); a decode
+// step pays none of it.
+func TestSparsePrefillCost(t *testing.T) {
+	c := catalog.MustDefault()
+	m, err := c.Model("zai-org/GLM-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := c.Device("b200_sxm", "")
+	cost := &SparsePrefillCost{CallUs: 100, TokenUs: 0.5, PairPs: 20}
+	mk := func(with bool, pp int) *Worker {
+		p := MustDefaultParams().Clone()
+		p.Families[catalog.Blackwell].SparsePrefill = nil
+		if with {
+			p.Families[catalog.Blackwell].SparsePrefill = map[Backend]*SparsePrefillCost{TRTLLM: cost}
+		}
+		w, err := NewWorker(Config{Model: m, Device: d, Backend: TRTLLM, Weights: catalog.FP8, KV: catalog.FP8, TP: 8 / pp, PP: pp}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	layers := float64(m.FullAttentionLayers())
+	prompt := Batch{PrefillTokens: 4096, PrefillSeqs: 1, PrefillPairs: 4096 * 4097 / 2, PrefillSlidingPairs: 2048*2049/2 + 2048*2048, Sampled: 1}
+	for _, pp := range []int{1, 2} {
+		got := mk(true, pp).StepTime(prompt) - mk(false, pp).StepTime(prompt)
+		want := layers * (100e-6 + (0.5e-6*4096+20e-12*prompt.PrefillSlidingPairs)/float64(pp))
+		if math.Abs(got-want) > 1e-12 {
+			t.Errorf("pp %d: a 4096-token prompt paid %.4f ms, want %.4f", pp, got*1e3, want*1e3)
+		}
+	}
+	if x, y := mk(false, 1).StepTime(DecodeBatch(16, 2048)), mk(true, 1).StepTime(DecodeBatch(16, 2048)); x != y {
+		t.Errorf("a decode step paid the prompt side: %.4f -> %.4f ms", x*1e3, y*1e3)
 	}
 }

@@ -95,6 +95,10 @@ type Worker struct {
 	// idxCall is the indexer's fixed cost per iteration over the sparse
 	// layers (FamilyParams.SparseIndexerUs).
 	idxCall float64
+	// idxPrefill* price the indexer's prompt side over the sparse layers:
+	// per iteration with prompt tokens, per prompt token and per causal
+	// pair under the top-k window (FamilyParams.SparsePrefill).
+	idxPrefillCall, idxPrefillTok, idxPrefillPair float64
 }
 
 // NewWorker validates cfg and precomputes its cost coefficients.
@@ -238,6 +242,10 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		w.decodeSeqCost += full * w.sparseK * perCtx
 		// Like the other fixed costs of a call, every layer pays it.
 		w.idxCall = float64(m.FullAttentionLayers()) * w.fam.SparseIndexerUs[cfg.Backend] * 1e-6
+		if c := w.fam.SparsePrefill[cfg.Backend]; c != nil {
+			all := float64(m.FullAttentionLayers())
+			w.idxPrefillCall, w.idxPrefillTok, w.idxPrefillPair = all*c.CallUs*1e-6, all*c.TokenUs*1e-6/w.pp, all*c.PairPs*1e-12/w.pp
+		}
 	}
 	w.decodeSeqCost += float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
 	w.decodeAttnSeq = float64(m.FullAttentionLayers()+m.SlidingWindowLayers) * w.fam.DecodeAttentionSeqUs * 1e-6 / w.pp
@@ -404,6 +412,7 @@ func (w *Worker) fixedStepTime(b Batch, verify int, p *parts) float64 {
 	t += p.add(PartOverheads, 1, w.moeFixed+w.be.StepOverheadMs*1e-3)
 	if b.PrefillTokens > 0 {
 		t += p.add(PartOverheads, 1, w.be.PrefillOverheadMs*1e-3)
+		t += p.add(PartAttention, 1, w.idxPrefillCall+w.idxPrefillTok*float64(b.PrefillTokens)+w.idxPrefillPair*b.PrefillSlidingPairs)
 	}
 	t += p.add(PartOverheads, 1, w.be.PerSeqOverheadUs*1e-6*float64(b.DecodeSeqs+b.PrefillSeqs))
 	t += p.add(PartAttention, 1, w.idxCall+w.decodeSeqCost*float64(b.DecodeSeqs)+w.linTokCost*float64(b.PrefillTokens))
