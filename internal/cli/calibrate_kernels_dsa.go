@@ -35,9 +35,9 @@ func (t indexerTable) Rows() [][]string {
 }
 
 // fitIndexerFamilies takes each architecture's and backend's sparse
-// attention indexer cost from the attention-block tables of its catalog
-// systems and sets it in params. With required unset, a tree without DSA
-// block tables is reported, not an error.
+// attention indexer costs, decode and prompt, from the attention-block
+// tables of its catalog systems and sets them in params. With required
+// unset, a tree without DSA block tables is reported, not an error.
 func fitIndexerFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, required bool) ([]kernels.IndexerResult, []kernels.PrefillResult, error) {
 	systems, err := kernels.Systems(g.kernelsDir)
 	if err != nil {
@@ -90,11 +90,8 @@ func fitIndexerFamilies(g *globals, cat *catalog.Catalog, params *perf.Params, r
 		be, _ := perf.ParseBackend(r.Backend)
 		fp.SparsePrefill[be] = &perf.SparsePrefillCost{CallUs: r.Cost.CallUs, TokenUs: r.Cost.TokenUs, PairPs: r.Cost.PairPs}
 	}
-	if len(res) == 0 {
-		if required {
-			return nil, nil, fmt.Errorf("--kernels %s: no dsa_generation_module_perf rows of %d sequences or fewer and contexts of %d tokens or fewer beside an MLA block table: no indexer cost to take", g.kernelsDir, kernels.IndexerMaxBatch, kernels.IndexerMaxSeq)
-		}
-		return nil, pre, nil
+	if len(res) == 0 && len(pre) == 0 && required {
+		return nil, nil, fmt.Errorf("--kernels %s: no dsa_generation_module_perf rows of %d sequences or fewer and contexts of %d tokens or fewer, and no dsa_context_module_perf rows beside an MLA block table: no indexer cost to take", g.kernelsDir, kernels.IndexerMaxBatch, kernels.IndexerMaxSeq)
 	}
 	for _, r := range res {
 		fp := params.Families[r.Family]
