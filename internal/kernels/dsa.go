@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/gpuplane/gpuplane/internal/perf"
 )
 
 // DeepSeek sparse attention (DeepSeek-V3.2, GLM-5) puts a lightning indexer
@@ -133,15 +135,23 @@ func ReadIndexer(dir, system, backend string) (IndexerSample, error) {
 
 // median of xs (sorted in place); NaN when empty.
 func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
 	sort.Float64s(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
+	return perf.Quantile(xs, 0.5)
+}
+
+// famBackend keys rows by architecture family and backend.
+type famBackend struct{ fam, be string }
+
+// byFamilyBackend groups items by family and backend, the keys in order.
+func byFamilyBackend[T any](items []T, key func(T) famBackend) ([]famBackend, map[famBackend][]T) {
+	groups := map[famBackend][]T{}
+	for _, it := range items {
+		k := key(it)
+		groups[k] = append(groups[k], it)
 	}
-	return (xs[n/2-1] + xs[n/2]) / 2
+	return slices.SortedFunc(maps.Keys(groups), func(a, b famBackend) int {
+		return cmp.Or(cmp.Compare(a.fam, b.fam), cmp.Compare(a.be, b.be))
+	}), groups
 }
 
 // IndexerResult is one architecture family's and backend's indexer cost.
@@ -168,17 +178,8 @@ type IndexerResult struct {
 // for a backend whose tables time only the DSA block, the family's median
 // share of the block times that backend's median block.
 func FitIndexer(samples []IndexerSample, family func(system string) string) []IndexerResult {
-	type fb struct{ fam, be string }
-	groups := map[fb][]IndexerSample{}
-	for _, s := range samples {
-		if s.Rows > 0 {
-			k := fb{family(s.System), s.Backend}
-			groups[k] = append(groups[k], s)
-		}
-	}
-	keys := slices.SortedFunc(maps.Keys(groups), func(a, b fb) int {
-		return cmp.Or(cmp.Compare(a.fam, b.fam), cmp.Compare(a.be, b.be))
-	})
+	keys, groups := byFamilyBackend(slices.DeleteFunc(slices.Clone(samples), func(s IndexerSample) bool { return s.Rows == 0 }),
+		func(s IndexerSample) famBackend { return famBackend{family(s.System), s.Backend} })
 	// shares lists a family's measured increments with their blocks.
 	type share struct{ share, inc, block float64 }
 	shares := map[string][]share{}
@@ -202,15 +203,14 @@ func FitIndexer(samples []IndexerSample, family func(system string) string) []In
 		if len(incs) > 0 {
 			res.Measured = true
 			res.Us = median(slices.Clone(incs))
-			var ape []float64
+			var pred, meas []float64
 			for i := range incs {
-				if len(incs) < 2 {
-					break
+				if len(incs) < 2 || incs[i] <= 0 {
+					continue // nothing to hold out against, or nothing measured
 				}
-				others := slices.Delete(slices.Clone(incs), i, i+1)
-				ape = append(ape, math.Abs(median(others)-incs[i])/incs[i])
+				pred, meas = append(pred, median(slices.Delete(slices.Clone(incs), i, i+1))), append(meas, incs[i])
 			}
-			res.HeldOut = scoreOf(ape)
+			res.HeldOut = score(pred, meas)
 			out = append(out, res)
 			continue
 		}
@@ -229,39 +229,18 @@ func FitIndexer(samples []IndexerSample, family func(system string) string) []In
 		}
 		res.Us = res.Share * median(blocks)
 		// Held out: each measured increment from the others' share.
-		var ape []float64
+		var pred, meas []float64
 		for i, sh := range fam {
-			if len(fam) < 2 {
-				break
+			if len(fam) < 2 || sh.inc <= 0 {
+				continue
 			}
-			var others []float64
-			for j, o := range fam {
-				if j != i {
-					others = append(others, o.share)
-				}
-			}
-			ape = append(ape, math.Abs(median(others)*sh.block-sh.inc)/sh.inc)
+			others := slices.Delete(slices.Clone(all), i, i+1)
+			pred, meas = append(pred, median(others)*sh.block), append(meas, sh.inc)
 		}
-		res.HeldOut = scoreOf(ape)
+		res.HeldOut = score(pred, meas)
 		out = append(out, res)
 	}
 	return out
-}
-
-// scoreOf is the mean of absolute relative errors as a Score.
-func scoreOf(ape []float64) Score {
-	var sc Score
-	for _, a := range ape {
-		if math.IsInf(a, 0) || math.IsNaN(a) {
-			continue
-		}
-		sc.N++
-		sc.MAPEPct += 100 * a
-	}
-	if sc.N > 0 {
-		sc.MAPEPct /= float64(sc.N)
-	}
-	return sc
 }
 
 // The prompt side. dsa_context_module_perf and mla_context_module_perf time
@@ -416,16 +395,9 @@ func ScoreSparsePrefill(c SparsePrefill, rows []PrefillExcess) Score {
 // FitSparsePrefillFamilies fits each family's and backend's cost on its
 // systems' rows pooled, and holds each system out in turn.
 func FitSparsePrefillFamilies(rows []PrefillExcess, family func(system string) string) ([]PrefillResult, error) {
-	type fb struct{ fam, be string }
-	groups := map[fb][]PrefillExcess{}
-	for _, r := range rows {
-		k := fb{family(r.System), r.Backend}
-		groups[k] = append(groups[k], r)
-	}
+	keys, groups := byFamilyBackend(rows, func(r PrefillExcess) famBackend { return famBackend{family(r.System), r.Backend} })
 	var out []PrefillResult
-	for _, k := range slices.SortedFunc(maps.Keys(groups), func(a, b fb) int {
-		return cmp.Or(cmp.Compare(a.fam, b.fam), cmp.Compare(a.be, b.be))
-	}) {
+	for _, k := range keys {
 		rs := groups[k]
 		if n := len(slices.DeleteFunc(slices.Clone(rs), func(r PrefillExcess) bool { return !(r.Ms > 0) })); n < MinPrefillRows {
 			continue // a few shapes would describe those shapes, not the kernels

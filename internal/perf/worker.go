@@ -240,11 +240,12 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		perIdx := math.Max(sp.IndexBytesPerTokenLayer()/w.attnBW, w.idxFlopsPair/w.attnPeak)
 		w.decodeCtxCost = full * perIdx
 		w.decodeSeqCost += full * w.sparseK * perCtx
-		// Like the other fixed costs of a call, every layer pays it.
-		w.idxCall = float64(m.FullAttentionLayers()) * w.fam.SparseIndexerUs[cfg.Backend] * 1e-6
+		// Like the other fixed costs of a call, every layer pays the
+		// indexer's; its per-token work splits over the stages.
+		all := float64(m.FullAttentionLayers())
+		w.idxCall = all * w.fam.SparseIndexerUs[cfg.Backend] * 1e-6
 		if c := w.fam.SparsePrefill[cfg.Backend]; c != nil {
-			all := float64(m.FullAttentionLayers())
-			w.idxPrefillCall, w.idxPrefillTok, w.idxPrefillPair = all*c.CallUs*1e-6, all*c.TokenUs*1e-6/w.pp, all*c.PairPs*1e-12/w.pp
+			w.idxPrefillCall, w.idxPrefillTok, w.idxPrefillPair = all*c.CallUs*1e-6, full*c.TokenUs*1e-6, full*c.PairPs*1e-12
 		}
 	}
 	w.decodeSeqCost += float64(m.SlidingWindowLayers) * w.slidingWindow * perCtx / w.pp
