@@ -83,7 +83,7 @@ func NewRealtime(w *perf.Worker, role engine.Role, clock Clock, obs Observer) (*
 		capacity: mem.KVTokens, fronts: make([]engine.APIServer, dp), inFront: make([][]*job, dp)}
 	// Every iteration is an event: streaming needs each token's time.
 	ranks, step, err := engine.NewRanks(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
-		KVTokens: mem.KVTokens, NoFastForward: true, TokensPerStep: w.TokensPerStep()}, dp, w.ADPBalanceIters(), w, (*sink)(rt))
+		KVTokens: mem.KVTokens, NoFastForward: true, TokensPerStep: w.TokensPerStep(), ReserveFull: w.ReservesFullRequest()}, dp, w.ADPBalanceIters(), w, (*sink)(rt))
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,13 @@ type Config struct {
 	// ceil(remaining/TokensPerStep) steps and its cache grows by the
 	// fraction each step.
 	TokensPerStep float64
+	// ReserveFull admits a request only when the cache can hold all of it,
+	// prompt and every output token, beside what the running requests
+	// reserved for theirs, so no decode step ever evicts one
+	// (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity policy). Off,
+	// blocks are taken as tokens are computed and the newest request is
+	// preempted when a step would overflow (vLLM, SGLang).
+	ReserveFull bool
 }
 
 // PromptGate decides, at the start of each iteration of an engine with
@@ -129,6 +136,7 @@ type Request struct {
 	stepAtJoin  int64
 	heapIndex   int
 	chunkThisIt int
+	reserved    int // cache tokens set aside at admission under ReserveFull
 }
 
 // Sink receives request events in time order. FirstToken is called when a
@@ -154,6 +162,7 @@ type Engine struct {
 	ctxSum     float64
 	kvPrefill  int // KV held by prefilling requests
 	kvPending  int // prompt KV admitted requests will still allocate
+	reserved   int // cache tokens the running requests set aside (ReserveFull)
 
 	// Preemptions counts evictions.
 	Preemptions int64
@@ -321,6 +330,7 @@ func (e *Engine) Advance() {
 		for len(e.decoding) > 0 && e.decoding[0].finishStep <= e.decodeStep {
 			r := heap.Pop(&e.decoding).(*Request)
 			e.ctxSum -= e.held(r)
+			e.release(r)
 			r.Finish = t
 			sink.Finished(r, t)
 		}
@@ -341,6 +351,7 @@ func (e *Engine) Advance() {
 			sink.FirstToken(r, t)
 		}
 		if e.cfg.Role == Prefill || r.generated >= r.OSL {
+			e.release(r)
 			r.Finish = t
 			sink.Finished(r, t)
 			continue
@@ -382,12 +393,29 @@ func (e *Engine) preemptNewest() {
 	}
 	r := heap.Remove(&e.decoding, newest).(*Request)
 	e.ctxSum -= e.held(r)
+	e.release(r)
 	r.generated = min(r.generated+e.gainedBy(r, e.decodeStep), r.OSL-1)
 	r.target = r.ISL + r.generated
 	r.prefilled = 0
 	r.Preemptions++
 	e.Preemptions++
 	e.waiting.pushFront(r)
+}
+
+// reservation is the cache a request sets aside under ReserveFull: its
+// prompt and every output token, or only the prompt and the first token on
+// a prefill engine, which hands the request off after it.
+func (e *Engine) reservation(r *Request) int {
+	if e.cfg.Role == Prefill {
+		return r.ISL + 1
+	}
+	return r.ISL + r.OSL
+}
+
+// release returns what r reserved at admission.
+func (e *Engine) release(r *Request) {
+	e.reserved -= r.reserved
+	r.reserved = 0
 }
 
 func (e *Engine) removePrefilling(r *Request) {
@@ -410,10 +438,22 @@ func (e *Engine) admit(now float64) {
 		if e.cfg.Role == Decode {
 			need = float64(r.ISL + 1)
 		}
-		if e.Running() >= e.cfg.MaxSeqs || e.kvUsed()+float64(e.kvPending)+need+e.adv*float64(len(e.decoding)+1) > float64(e.cfg.KVTokens) {
+		if e.Running() >= e.cfg.MaxSeqs {
+			return
+		}
+		full := e.reservation(r)
+		if e.cfg.ReserveFull {
+			if e.reserved+full > e.cfg.KVTokens {
+				return
+			}
+		} else if e.kvUsed()+float64(e.kvPending)+need+e.adv*float64(len(e.decoding)+1) > float64(e.cfg.KVTokens) {
 			return
 		}
 		e.waiting.pop()
+		if e.cfg.ReserveFull {
+			r.reserved = full
+			e.reserved += full
+		}
 		if e.cfg.Role == Decode {
 			// The prompt's KV arrived with the request; the first token came from the prefill engine.
 			if r.generated == 0 {
@@ -423,6 +463,7 @@ func (e *Engine) admit(now float64) {
 				e.sink.FirstToken(r, now)
 			}
 			if r.generated >= r.OSL {
+				e.release(r)
 				r.Finish = now
 				e.sink.Finished(r, now)
 				continue

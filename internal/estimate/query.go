@@ -166,15 +166,22 @@ func (o *Output) noteADPHold(w *perf.Worker) {
 
 // noteQueue says when more users run than the deployment holds at once,
 // its engines' KV caches counted at the requests' mean length (prompt and
-// half the output, as in steady state) and their sequence caps: the rest
-// wait for a slot, and the wait is in their TTFT. An MLA model's latent
+// half the output, as in steady state), or at their whole length where the
+// engine reserves it at admission (w.ReservesFullRequest), and their
+// sequence caps: the rest wait for a slot, and the wait is in their TTFT.
+// An MLA model's latent
 // cache is whole on every tensor-parallel GPU (the heads share it), so
 // attention data parallelism holds about tp times as many requests.
-func (o *Output) noteQueue(wl serving.Workload, engines int, m *perf.Memory, c perf.Config) {
+func (o *Output) noteQueue(wl serving.Workload, engines int, m *perf.Memory, w *perf.Worker) {
 	if m == nil || engines < 1 {
 		return
 	}
-	held := engines * min(c.MaxSeqs, m.KVTokens/(wl.ISL+wl.OSL/2))
+	c := w.Config()
+	length, at := wl.ISL+wl.OSL/2, "their mean length"
+	if w.ReservesFullRequest() {
+		length, at = wl.ISL+wl.OSL, fmt.Sprintf("their whole length, which %s reserves when it admits a request", c.Backend)
+	}
+	held := engines * min(c.MaxSeqs, m.KVTokens/length)
 	if wl.Concurrency <= held {
 		return
 	}
@@ -182,8 +189,8 @@ func (o *Output) noteQueue(wl serving.Workload, engines int, m *perf.Memory, c p
 	if held == 1 {
 		reqs = "1 request"
 	}
-	n := fmt.Sprintf("concurrency %d exceeds the %s the deployment holds at once (KV cache at their mean length, sequence cap): the rest wait for a slot, and their TTFT includes the wait",
-		wl.Concurrency, reqs)
+	n := fmt.Sprintf("concurrency %d exceeds the %s the deployment holds at once (KV cache at %s, sequence cap): the rest wait for a slot, and their TTFT includes the wait",
+		wl.Concurrency, reqs, at)
 	if c.Model.MLA != nil && c.TP > 1 && c.DP == 1 {
 		n += fmt.Sprintf("; %s's latent (MLA) cache is whole on each of the %d tensor-parallel GPUs, so attention data parallelism (dp %d, tp 1) holds about %d times as many",
 			c.Model.Name, c.TP, c.TP, c.TP)
@@ -343,7 +350,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		}
 		out.Result = res
 		if res != nil {
-			out.noteQueue(wl, max(q.Workers, 1)*cfgUsed.DP, res.Memory, cfgUsed)
+			out.noteQueue(wl, max(q.Workers, 1)*cfgUsed.DP, res.Memory, w)
 		}
 		if q.Breakdown {
 			out.Breakdown = breakdown(w, w, res, max(q.Workers, 1)*cfgUsed.DP, wl)
@@ -421,7 +428,7 @@ func Run(env Env, q Query, opt serving.Options) (*Output, error) {
 		}
 		out.Result = res
 		if res != nil {
-			out.noteQueue(wl, nd*ddp, res.DecodeMemory, cfgUsed)
+			out.noteQueue(wl, nd*ddp, res.DecodeMemory, dw)
 		}
 		if q.Breakdown {
 			out.Breakdown = breakdown(pw, dw, res, nd*ddp, wl)

@@ -351,10 +351,11 @@ func TestRunNotesQueue(t *testing.T) {
 		}
 		return ""
 	}
-	// The worker's KV cache at a mean of 8,192 + 512 tokens a request.
-	held := out.KVCacheTokens / (8192 + 1024/2)
+	// TensorRT-LLM sets aside each request's whole 8,192 + 1,024 tokens.
+	held := out.KVCacheTokens / (8192 + 1024)
 	n := queue(out.Notes)
-	if held >= 2150 || !strings.Contains(n, fmt.Sprintf("concurrency 2150 exceeds the %d requests", held)) || !strings.Contains(n, "dp 32, tp 1") {
+	if held >= 2150 || !strings.Contains(n, fmt.Sprintf("concurrency 2150 exceeds the %d requests", held)) || !strings.Contains(n, "dp 32, tp 1") ||
+		!strings.Contains(n, "whole length, which trtllm reserves") {
 		t.Fatalf("tp 32, 2150 users, %d held: notes %q", held, out.Notes)
 	}
 	q.Concurrency = held
@@ -366,7 +367,8 @@ func TestRunNotesQueue(t *testing.T) {
 		t.Fatalf("%d users, one more than held: notes %q, err %v", q.Concurrency, out.Notes, err)
 	}
 	q.Model, q.GPU, q.Backend, q.Slice, q.Precision, q.TP, q.ISL, q.OSL, q.Concurrency = "Qwen/Qwen3-8B", "a10", "vllm", "1/2", "fp8", 1, 4000, 500, 32
-	if out, err := Run(env(), q, serving.Options{}); err != nil || !strings.Contains(queue(out.Notes), "exceeds the 1 request the") {
+	if out, err := Run(env(), q, serving.Options{}); err != nil || !strings.Contains(queue(out.Notes), "exceeds the 1 request the") ||
+		!strings.Contains(queue(out.Notes), "their mean length") {
 		t.Fatalf("Qwen3-8B on half an A10, 32 users: notes %q, err %v", out.Notes, err)
 	}
 	q.Model, q.GPU, q.Backend, q.Slice, q.Precision, q.TP, q.ISL, q.OSL, q.Concurrency = "Qwen/Qwen3-235B-A22B", "gb200", "trtllm", "", "fp8", 4, 8192, 1024, 100000

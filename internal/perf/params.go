@@ -195,6 +195,11 @@ type BackendParams struct {
 	ReserveFullDeviceGiB float64 `json:"reserveFullDeviceGiB,omitempty"`
 	// KVFollowsWeights stores the KV cache in fp8 when weights are quantised (TensorRT-LLM's default).
 	KVFollowsWeights bool `json:"kvFollowsWeights,omitempty"`
+	// ReserveFullRequest admits a request only when the cache holds its
+	// prompt and all its output beside what the running ones reserved
+	// (TensorRT-LLM's GUARANTEED_NO_EVICT); false allocates as tokens come
+	// and preempts when a step would overflow (vLLM, SGLang).
+	ReserveFullRequest bool `json:"reserveFullRequest,omitempty"`
 }
 
 // CommParams describe the interconnects.

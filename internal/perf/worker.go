@@ -308,6 +308,10 @@ func (w *Worker) FrontendSplit(isl int) (parallel, serial float64) {
 // prompt for its peers (0: it never does).
 func (w *Worker) ADPBalanceIters() int { return w.be.ADPBalanceIters }
 
+// ReservesFullRequest says whether the worker's engine sets aside a
+// request's whole cache when it admits it (BackendParams.ReserveFullRequest).
+func (w *Worker) ReservesFullRequest() bool { return w.be.ReserveFullRequest }
+
 // TTFTFloor is the least TTFT in seconds a request to this worker's model
 // sees (BackendParams.MoETTFTFloorExpertUs per routed expert of each MoE
 // layer; 0 for dense models).

@@ -101,12 +101,12 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 		ds := &decodeSink{l: l, c: c, h: h}
 		// Each pool's workers step their attention-DP ranks together.
 		prefill, err := l.addWorkers(engine.Config{Role: engine.Prefill, MaxBatchedTokens: pc.MaxBatchedTokens,
-			MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens, NoFastForward: plain}, d.PrefillWorkers, pc.DP, 0, d.Prefill, ps)
+			MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens, NoFastForward: plain, ReserveFull: d.Prefill.ReservesFullRequest()}, d.PrefillWorkers, pc.DP, 0, d.Prefill, ps)
 		if err != nil {
 			return nil, nil, 0, err
 		}
 		if ps.decode, err = l.addWorkers(engine.Config{Role: engine.Decode, MaxBatchedTokens: dc.MaxBatchedTokens,
-			MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain, TokensPerStep: d.Decode.TokensPerStep()}, d.DecodeWorkers, dc.DP, 0, d.Decode, ds); err != nil {
+			MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain, TokensPerStep: d.Decode.TokensPerStep(), ReserveFull: d.Decode.ReservesFullRequest()}, d.DecodeWorkers, dc.DP, 0, d.Decode, ds); err != nil {
 			return nil, nil, 0, err
 		}
 		var nextID int64

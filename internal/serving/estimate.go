@@ -230,7 +230,7 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 		sink := &aggSink{l: l, c: c}
 		// Consecutive engines are one worker's attention-DP ranks.
 		if _, err := l.addWorkers(engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
-			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain, TokensPerStep: w.TokensPerStep()}, workers, cfg.DP, w.ADPBalanceIters(), w, sink); err != nil {
+			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain, TokensPerStep: w.TokensPerStep(), ReserveFull: w.ReservesFullRequest()}, workers, cfg.DP, w.ADPBalanceIters(), w, sink); err != nil {
 			return nil, nil, 0, err
 		}
 		var nextID int64

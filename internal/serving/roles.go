@@ -73,7 +73,7 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		sink := &roleSink{l: l, c: c, prefill: role == engine.Prefill}
 		ranks, err := l.addWorkers(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens,
-			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain, TokensPerStep: w.TokensPerStep()}, dp, dp, 0, w, sink)
+			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain, TokensPerStep: w.TokensPerStep(), ReserveFull: w.ReservesFullRequest()}, dp, dp, 0, w, sink)
 		if err != nil {
 			return nil, nil, 0, err
 		}
