@@ -295,6 +295,7 @@ func addQueryFlags(fl *pflag.FlagSet, q *estimate.Query, sameNode *bool) {
 	fl.IntVar(&q.Concurrency, "concurrency", q.Concurrency, "concurrent users, each sending its next request when the last ends")
 	fl.IntVar(&q.MaxBatchedTokens, "max-batched-tokens", 0, "token budget of one engine iteration (default: the backend's)")
 	fl.IntVar(&q.MaxSeqs, "max-seqs", 0, "sequences per iteration (default: the backend's)")
+	fl.StringVar(&q.KVAdmission, "kv-admission", "", "how engines admit requests into the KV cache: whole (reserve each request's prompt and output, never evict; TensorRT-LLM's default) or on-demand (allocate as tokens come, evict when full; vLLM's and SGLang's) (default: the backend's)")
 	fl.Float64Var(&q.GPUMemoryUtilization, "gpu-memory-utilization", 0, "share of GPU memory the engine uses (default: the backend's)")
 	fl.StringVar(&q.Harness, "harness", "", "benchmark client to reproduce: steady (a running deployment), burst (every user fires at once, all requests measured) or queued (burst, requests stamped when queued)")
 	fl.IntVar(&q.RequestsPerUser, "requests-per-user", 0, "requests each user sends (default 4 steady, 5 burst or queued)")

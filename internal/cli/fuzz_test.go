@@ -16,7 +16,8 @@ func FuzzEstimateLine(f *testing.F) {
 		`{"isl":4000} x`, `{"mode":"disagg","prefill_tp":1,"decode_tp":1,"concurrency":3}`, `[1,2]`, `{"gpu":"a10","slice":"1/0"}`,
 		`{"spec_tokens":3,"spec_accept":2.5,"concurrency":3}`, `{"spec_tokens":16,"spec_accept":17,"osl":2}`, `{"spec_tokens":1,"spec_accept":1e308}`,
 		`{"breakdown":true,"isl":9000,"max_batched_tokens":64,"concurrency":3}`, `{"breakdown":true,"mode":"disagg","spec_tokens":2,"spec_accept":2}`,
-		`{"isl":1e3,"osl":2.0,"concurrency":3.0}`, `{"tp":NaN}`, `{"isl":1000.5}`} {
+		`{"isl":1e3,"osl":2.0,"concurrency":3.0}`, `{"tp":NaN}`, `{"isl":1000.5}`,
+		`{"backend":"trtllm","kv_admission":"on-demand","concurrency":3}`, `{"kv_admission":"whole","mode":"disagg","concurrency":3}`, `{"kv_admission":7}`} {
 		f.Add([]byte(s))
 	}
 	env := estimate.Env{Catalog: catalog.MustDefault(), Params: perf.MustDefaultParams()}

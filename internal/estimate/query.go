@@ -46,6 +46,10 @@ type Query struct {
 	MaxBatchedTokens     int     `json:"max_batched_tokens,omitempty"`
 	MaxSeqs              int     `json:"max_seqs,omitempty"`
 	GPUMemoryUtilization float64 `json:"gpu_memory_utilization,omitempty"`
+	// KVAdmission is how engines admit requests into the KV cache: whole
+	// (reserve prompt and output, never evict) or on-demand; empty takes
+	// the backend's (perf.Admission).
+	KVAdmission string `json:"kv_admission,omitempty"`
 	// SpecTokens and SpecAccept turn on speculative decoding (MTP, EAGLE):
 	// tokens drafted per decode step, and the mean tokens a sequence gains
 	// per step (perf.Config).
@@ -179,7 +183,7 @@ func (o *Output) noteQueue(wl serving.Workload, engines int, m *perf.Memory, w *
 	c := w.Config()
 	length, at := wl.ISL+wl.OSL/2, "their mean length"
 	if w.ReservesFullRequest() {
-		length, at = wl.ISL+wl.OSL, fmt.Sprintf("their whole length, which %s reserves when it admits a request", c.Backend)
+		length, at = wl.ISL+wl.OSL, "their whole length, set aside at admission under kv admission whole"
 	}
 	held := engines * min(c.MaxSeqs, m.KVTokens/length)
 	if wl.Concurrency <= held {
@@ -281,9 +285,13 @@ func baseConfig(env Env, q Query) (perf.Config, error) {
 			return perf.Config{}, fmt.Errorf("kv_precision: %w", err)
 		}
 	}
+	adm, err := perf.ParseAdmission(q.KVAdmission)
+	if err != nil {
+		return perf.Config{}, fmt.Errorf("kv_admission: %w", err)
+	}
 	return perf.Config{Model: m, Device: dev, Backend: be, Weights: wp, KV: kvp, EP: q.EP,
 		MaxBatchedTokens: q.MaxBatchedTokens, MaxSeqs: q.MaxSeqs, MemoryUtilization: q.GPUMemoryUtilization,
-		SpecTokens: q.SpecTokens, SpecAccept: q.SpecAccept}, nil
+		SpecTokens: q.SpecTokens, SpecAccept: q.SpecAccept, Admission: adm}, nil
 }
 
 // Run answers one query. When the model does not fit, the returned Output

@@ -355,7 +355,7 @@ func TestRunNotesQueue(t *testing.T) {
 	held := out.KVCacheTokens / (8192 + 1024)
 	n := queue(out.Notes)
 	if held >= 2150 || !strings.Contains(n, fmt.Sprintf("concurrency 2150 exceeds the %d requests", held)) || !strings.Contains(n, "dp 32, tp 1") ||
-		!strings.Contains(n, "whole length, which trtllm reserves") {
+		!strings.Contains(n, "whole length, set aside at admission") {
 		t.Fatalf("tp 32, 2150 users, %d held: notes %q", held, out.Notes)
 	}
 	q.Concurrency = held

@@ -69,6 +69,9 @@ type Config struct {
 	// "mean acceptance length".
 	SpecTokens int
 	SpecAccept float64
+	// Admission is how the engine admits requests into its KV cache;
+	// empty takes the backend's (normalise fills it in).
+	Admission Admission
 	// DPFromTP is set by normalise when TP did not divide an MoE model's
 	// attention heads and was read as TensorRT-LLM and SGLang read their
 	// tp under attention DP: the worker's GPU count, with attention data
@@ -93,6 +96,17 @@ func (c *Config) normalise(p *Params) error {
 	bp, ok := p.Backends[c.Backend]
 	if !ok {
 		return fmt.Errorf("backend %q has no parameters", c.Backend)
+	}
+	a, err := ParseAdmission(string(c.Admission))
+	if err != nil {
+		return fmt.Errorf("kv admission: %w", err)
+	}
+	c.Admission = a
+	if c.Admission == "" {
+		c.Admission = AdmitOnDemand
+		if bp.ReserveFullRequest {
+			c.Admission = AdmitWhole
+		}
 	}
 	if c.Weights == "" {
 		c.Weights = c.Model.NativeDtype

@@ -309,8 +309,9 @@ func (w *Worker) FrontendSplit(isl int) (parallel, serial float64) {
 func (w *Worker) ADPBalanceIters() int { return w.be.ADPBalanceIters }
 
 // ReservesFullRequest says whether the worker's engine sets aside a
-// request's whole cache when it admits it (BackendParams.ReserveFullRequest).
-func (w *Worker) ReservesFullRequest() bool { return w.be.ReserveFullRequest }
+// request's whole cache when it admits it (Config.Admission, by default
+// BackendParams.ReserveFullRequest).
+func (w *Worker) ReservesFullRequest() bool { return w.cfg.Admission == AdmitWhole }
 
 // TTFTFloor is the least TTFT in seconds a request to this worker's model
 // sees (BackendParams.MoETTFTFloorExpertUs per routed expert of each MoE

@@ -1,0 +1,46 @@
+package perf
+
+import (
+	"testing"
+
+	"github.com/gpuplane/gpuplane/internal/catalog"
+)
+
+func TestParseAdmission(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want Admission
+		ok   bool
+	}{{"", "", true}, {"whole", AdmitWhole, true}, {" On-Demand ", AdmitOnDemand, true}, {"no-evict", "", false}, {"wholeish", "", false}} {
+		got, err := ParseAdmission(c.in)
+		if got != c.want || (err == nil) != c.ok {
+			t.Errorf("ParseAdmission(%q) = %q, %v; want %q, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// A worker takes its backend's admission unless its config names one.
+func TestWorkerAdmission(t *testing.T) {
+	c := catalog.MustDefault()
+	m, _ := c.Model("Qwen/Qwen3-32B")
+	d, err := c.Device("h100_sxm", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		be   Backend
+		adm  Admission
+		want bool
+	}{{TRTLLM, "", true}, {VLLM, "", false}, {SGLang, "", false}, {TRTLLM, AdmitOnDemand, false}, {VLLM, AdmitWhole, true}} {
+		w, err := NewWorker(Config{Model: m, Device: d, Backend: tc.be, Weights: catalog.FP8, TP: 1, Admission: tc.adm}, MustDefaultParams())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.ReservesFullRequest() != tc.want {
+			t.Errorf("%s with admission %q: reserves whole requests %v, want %v", tc.be, tc.adm, w.ReservesFullRequest(), tc.want)
+		}
+	}
+	if _, err := NewWorker(Config{Model: m, Device: d, TP: 1, Admission: "lazy"}, MustDefaultParams()); err == nil {
+		t.Error("admission lazy: no error")
+	}
+}
