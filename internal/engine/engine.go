@@ -430,7 +430,8 @@ func (e *Engine) removePrefilling(r *Request) {
 
 // admit moves waiting requests in FCFS order into the running set while a
 // sequence slot is free and the cache holds their prompt with headroom for
-// one decode step of everyone running.
+// one decode step of everyone running, or, under ReserveFull, their whole
+// size beside what the running requests set aside.
 func (e *Engine) admit(now float64) {
 	for e.waiting.len() > 0 {
 		r := e.waiting.peek()
