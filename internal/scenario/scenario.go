@@ -29,8 +29,11 @@ type Scenario struct {
 	Backend   string `json:"backend,omitempty"`
 	// SpecTokens and SpecAccept run every pool with speculative decoding
 	// (perf.Config): tokens drafted a step, mean tokens gained a step.
-	SpecTokens      int        `json:"specTokens,omitempty"`
-	SpecAccept      float64    `json:"specAccept,omitempty"`
+	SpecTokens int     `json:"specTokens,omitempty"`
+	SpecAccept float64 `json:"specAccept,omitempty"`
+	// KVAdmission is how every pool's engines admit requests into the KV
+	// cache: whole or on-demand (perf.Admission); empty takes the backend's.
+	KVAdmission     string     `json:"kvAdmission,omitempty"`
 	Deployment      Deployment `json:"deployment"`
 	Workload        Workload   `json:"workload"`
 	SLO             SLO        `json:"slo"`
@@ -253,6 +256,10 @@ func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest 
 	if err := perf.CheckSpec(s.SpecTokens, s.SpecAccept); err != nil {
 		return nil, nil, fmt.Errorf("specTokens/specAccept: %w", err)
 	}
+	adm, err := perf.ParseAdmission(s.KVAdmission)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kvAdmission: %w", err)
+	}
 	mkWorker := func(field string, p *Pool) (*perf.Worker, error) {
 		if p == nil {
 			return nil, fmt.Errorf("deployment.%s: missing", field)
@@ -266,7 +273,7 @@ func buildSim(s *Scenario, cat *catalog.Catalog, params *perf.Params, onRequest 
 			return nil, fmt.Errorf("deployment.%s.replicas: 0 and no planner section to start any; give 1 or more", field)
 		}
 		w, err := perf.NewWorker(perf.Config{Model: m, Device: dev, Backend: be, Weights: prec, TP: p.TP, EP: p.EP, DP: p.DP,
-			SpecTokens: s.SpecTokens, SpecAccept: s.SpecAccept}, params)
+			SpecTokens: s.SpecTokens, SpecAccept: s.SpecAccept, Admission: adm}, params)
 		if err != nil {
 			return nil, fmt.Errorf("deployment.%s: %w", field, err)
 		}
