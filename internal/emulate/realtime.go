@@ -82,8 +82,9 @@ func NewRealtime(w *perf.Worker, role engine.Role, clock Clock, obs Observer) (*
 	rt := &Realtime{clock: clock, start: clock(), role: role, jobs: map[int64]*job{}, wake: make(chan struct{}, 1), obs: obs,
 		capacity: mem.KVTokens, fronts: make([]engine.APIServer, dp), inFront: make([][]*job, dp)}
 	// Every iteration is an event: streaming needs each token's time.
-	ranks, step, err := engine.NewRanks(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
-		KVTokens: mem.KVTokens, NoFastForward: true, TokensPerStep: w.TokensPerStep(), ReserveFull: w.ReservesFullRequest()}, dp, w.ADPBalanceIters(), w, (*sink)(rt))
+	ec := engine.WorkerConfig(role, w)
+	ec.NoFastForward = true
+	ranks, step, err := engine.NewRanks(ec, dp, w.ADPBalanceIters(), w, (*sink)(rt))
 	if err != nil {
 		return nil, err
 	}

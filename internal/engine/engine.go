@@ -412,6 +412,21 @@ func (e *Engine) reservation(r *Request) int {
 	return r.ISL + r.OSL
 }
 
+// fits says whether the cache can take r now: its whole reservation
+// beside the others' under ReserveFull, else what it still has to compute
+// (its prompt's KV on a decode engine) with headroom for one decode step of
+// everyone running.
+func (e *Engine) fits(r *Request) bool {
+	if e.cfg.ReserveFull {
+		return e.reserved+e.reservation(r) <= e.cfg.KVTokens
+	}
+	need := float64(r.target - r.prefilled)
+	if e.cfg.Role == Decode {
+		need = float64(r.ISL + 1)
+	}
+	return e.kvUsed()+float64(e.kvPending)+need+e.adv*float64(len(e.decoding)+1) <= float64(e.cfg.KVTokens)
+}
+
 // release returns what r reserved at admission.
 func (e *Engine) release(r *Request) {
 	e.reserved -= r.reserved
@@ -435,25 +450,13 @@ func (e *Engine) removePrefilling(r *Request) {
 func (e *Engine) admit(now float64) {
 	for e.waiting.len() > 0 {
 		r := e.waiting.peek()
-		need := float64(r.target - r.prefilled)
-		if e.cfg.Role == Decode {
-			need = float64(r.ISL + 1)
-		}
-		if e.Running() >= e.cfg.MaxSeqs {
-			return
-		}
-		full := e.reservation(r)
-		if e.cfg.ReserveFull {
-			if e.reserved+full > e.cfg.KVTokens {
-				return
-			}
-		} else if e.kvUsed()+float64(e.kvPending)+need+e.adv*float64(len(e.decoding)+1) > float64(e.cfg.KVTokens) {
+		if e.Running() >= e.cfg.MaxSeqs || !e.fits(r) {
 			return
 		}
 		e.waiting.pop()
 		if e.cfg.ReserveFull {
-			r.reserved = full
-			e.reserved += full
+			r.reserved = e.reservation(r)
+			e.reserved += r.reserved
 		}
 		if e.cfg.Role == Decode {
 			// The prompt's KV arrived with the request; the first token came from the prefill engine.
@@ -661,4 +664,13 @@ func WindowPairs(ctx, c, window int) float64 {
 		pairs += float64(past) * float64(window)
 	}
 	return pairs
+}
+
+// WorkerConfig is the Config of an engine of role run by worker w: its
+// token budget, sequence cap and KV capacity, its speculative step and how
+// it admits requests into the cache.
+func WorkerConfig(role Role, w *perf.Worker) Config {
+	c, m := w.Config(), w.Memory()
+	return Config{Role: role, MaxBatchedTokens: c.MaxBatchedTokens, MaxSeqs: c.MaxSeqs, KVTokens: m.KVTokens,
+		TokensPerStep: w.TokensPerStep(), ReserveFull: w.ReservesFullRequest()}
 }

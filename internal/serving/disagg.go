@@ -100,13 +100,13 @@ func Disaggregated(d Disagg, wl Workload, opt Options) (*Result, error) {
 		ps := &prefillSink{l: l, h: h, transfer: transfer, osl: wl.OSL}
 		ds := &decodeSink{l: l, c: c, h: h}
 		// Each pool's workers step their attention-DP ranks together.
-		prefill, err := l.addWorkers(engine.Config{Role: engine.Prefill, MaxBatchedTokens: pc.MaxBatchedTokens,
-			MaxSeqs: pc.MaxSeqs, KVTokens: pm.KVTokens, NoFastForward: plain, ReserveFull: d.Prefill.ReservesFullRequest()}, d.PrefillWorkers, pc.DP, 0, d.Prefill, ps)
+		pe, de := engine.WorkerConfig(engine.Prefill, d.Prefill), engine.WorkerConfig(engine.Decode, d.Decode)
+		pe.NoFastForward, de.NoFastForward = plain, plain
+		prefill, err := l.addWorkers(pe, d.PrefillWorkers, pc.DP, 0, d.Prefill, ps)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		if ps.decode, err = l.addWorkers(engine.Config{Role: engine.Decode, MaxBatchedTokens: dc.MaxBatchedTokens,
-			MaxSeqs: dc.MaxSeqs, KVTokens: dm.KVTokens, NoFastForward: plain, TokensPerStep: d.Decode.TokensPerStep(), ReserveFull: d.Decode.ReservesFullRequest()}, d.DecodeWorkers, dc.DP, 0, d.Decode, ds); err != nil {
+		if ps.decode, err = l.addWorkers(de, d.DecodeWorkers, dc.DP, 0, d.Decode, ds); err != nil {
 			return nil, nil, 0, err
 		}
 		var nextID int64

@@ -229,8 +229,9 @@ func Aggregated(w *perf.Worker, workers int, wl Workload, opt Options) (*Result,
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		sink := &aggSink{l: l, c: c}
 		// Consecutive engines are one worker's attention-DP ranks.
-		if _, err := l.addWorkers(engine.Config{Role: engine.Aggregated, MaxBatchedTokens: cfg.MaxBatchedTokens,
-			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain, TokensPerStep: w.TokensPerStep(), ReserveFull: w.ReservesFullRequest()}, workers, cfg.DP, w.ADPBalanceIters(), w, sink); err != nil {
+		ec := engine.WorkerConfig(engine.Aggregated, w)
+		ec.NoFastForward = plain
+		if _, err := l.addWorkers(ec, workers, cfg.DP, w.ADPBalanceIters(), w, sink); err != nil {
 			return nil, nil, 0, err
 		}
 		var nextID int64

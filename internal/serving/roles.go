@@ -72,8 +72,9 @@ func roleRun(w *perf.Worker, role engine.Role, wl Workload, opt Options) (*Resul
 	rwl := Workload{ISL: wl.ISL, OSL: osl, Concurrency: wl.Concurrency}
 	build := func(l *loop, c *collector, plain bool) (func(float64) error, *perf.Worker, int, error) {
 		sink := &roleSink{l: l, c: c, prefill: role == engine.Prefill}
-		ranks, err := l.addWorkers(engine.Config{Role: role, MaxBatchedTokens: cfg.MaxBatchedTokens,
-			MaxSeqs: cfg.MaxSeqs, KVTokens: mem.KVTokens, NoFastForward: plain, TokensPerStep: w.TokensPerStep(), ReserveFull: w.ReservesFullRequest()}, dp, dp, 0, w, sink)
+		ec := engine.WorkerConfig(role, w)
+		ec.NoFastForward = plain
+		ranks, err := l.addWorkers(ec, dp, dp, 0, w, sink)
 		if err != nil {
 			return nil, nil, 0, err
 		}

@@ -273,10 +273,8 @@ func (s *Sim) arrive(a workload.Request, fromUser bool) error {
 
 func (s *Sim) addWorker(p *pool, now, delay float64) error {
 	cfg := p.spec.Worker.Config()
-	mem := p.spec.Worker.Memory()
 	w := &worker{index: len(p.workers), pool: p, readyAt: now + delay, started: now, stopped: math.Inf(1)}
-	ranks, step, err := engine.NewRanks(engine.Config{Role: p.spec.Role, MaxBatchedTokens: cfg.MaxBatchedTokens, MaxSeqs: cfg.MaxSeqs,
-		KVTokens: mem.KVTokens, TokensPerStep: p.spec.Worker.TokensPerStep(), ReserveFull: p.spec.Worker.ReservesFullRequest()}, cfg.DP, p.spec.Worker.ADPBalanceIters(), p.spec.Worker, sinkFor{s, w})
+	ranks, step, err := engine.NewRanks(engine.WorkerConfig(p.spec.Role, p.spec.Worker), cfg.DP, p.spec.Worker.ADPBalanceIters(), p.spec.Worker, sinkFor{s, w})
 	if err != nil {
 		return fmt.Errorf("pool %s: %w", p.spec.Name, err)
 	}
