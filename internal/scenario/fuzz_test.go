@@ -15,6 +15,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("durationSeconds: 1e12\nworkload: {kind: poisson, rate: {constant: 1e9}}\n"))
 	f.Add([]byte("workload: {kind: poisson, rate: 2, isl: 300, osl: -1}\n"))
+	f.Add([]byte("backend: trtllm\nkvAdmission: [whole]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Parse(b, t.TempDir())
 		if err != nil {
