@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"regexp"
+	"slices"
 )
 
 // Architecture families share kernel efficiencies in the performance model.
@@ -12,6 +13,9 @@ const (
 	Hopper    = "hopper"
 	Blackwell = "blackwell"
 )
+
+// Architectures lists the architecture families, oldest first.
+var Architectures = []string{Ampere, Ada, Hopper, Blackwell}
 
 // GPU holds the facts of one GPU model. Bandwidths are GB/s (1e9 bytes),
 // throughput is dense TFLOP/s.
@@ -130,9 +134,7 @@ func (g *GPU) validate() error {
 	case g.PCIeGBpsPerDir <= 0:
 		return fmt.Errorf("gpu %q: pcieGBpsPerDir must be > 0", g.Name)
 	}
-	switch g.Architecture {
-	case Ampere, Ada, Hopper, Blackwell:
-	default:
+	if !slices.Contains(Architectures, g.Architecture) {
 		return fmt.Errorf("gpu %q: architecture %q is not one of ampere, ada, hopper, blackwell", g.Name, g.Architecture)
 	}
 	for p := range g.TFLOPS {

@@ -234,7 +234,7 @@ gpuplane calibrate kernels fitted to the measured tables.`,
 	cmd.Flags().Float64Var(&ttftWeight, "ttft-weight", 1, "weight of TTFT errors against TPOT and throughput errors in --fit")
 	cmd.Flags().StringVar(&loss, "loss", calibrate.LossMAPE, "what --fit and --cv minimise: mape (mean absolute percentage error, the reported metric; it leans toward predicting too fast) or log (mean |ln(predicted/measured)|, even on both sides)")
 	cmd.Flags().StringVar(&harness, "harness", string(calibrate.DefaultHarness), "benchmark client the measured runs are predicted under: steady, burst or queued")
-	cmd.AddCommand(newCalibrateHarnessesCmd(g), newCalibrateDecisionsCmd(g), newCalibrateKernelsCmd(g), newCalibrateMoECmd(g), newCalibrateOpsCmd(g), newCalibrateHandoffCmd(g), newCalibrateADPCmd(g), newCalibratePoolsCmd(g), newCalibrateTTFTFloorCmd(g), newCalibrateFrontendCmd(g), newCalibrateSpecCmd(g))
+	cmd.AddCommand(newCalibrateHarnessesCmd(g), newCalibrateDecisionsCmd(g), newCalibrateKernelsCmd(g), newCalibrateMoECmd(g), newCalibrateOpsCmd(g), newCalibrateHandoffCmd(g), newCalibrateADPCmd(g), newCalibratePoolsCmd(g), newCalibrateTTFTFloorCmd(g), newCalibrateMoELayerCmd(g), newCalibrateFrontendCmd(g), newCalibrateSpecCmd(g))
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuplane/gpuplane/internal/calibrate"
+	"github.com/gpuplane/gpuplane/internal/estimate"
 	"github.com/gpuplane/gpuplane/internal/output"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
@@ -88,6 +89,12 @@ type termSearch struct {
 
 // newTermCmd is a calibrate subcommand that runs one term search.
 func newTermCmd(g *globals, use, short, long string, s termSearch) *cobra.Command {
+	return termCommand(g, use, short, long, func(estimate.Env) (termSearch, error) { return s, nil })
+}
+
+// termCommand is newTermCmd for a search that depends on the command's
+// own flags or the catalog: search builds it once the flags are read.
+func termCommand(g *globals, use, short, long string, search func(estimate.Env) (termSearch, error)) *cobra.Command {
 	var dir, out string
 	var by []string
 	cmd := &cobra.Command{
@@ -98,6 +105,10 @@ func newTermCmd(g *globals, use, short, long string, s termSearch) *cobra.Comman
 				return fmt.Errorf("--cv: empty; give one or more of campaign, model and system (default campaign,model)")
 			}
 			env, ds, err := calibrationData(g, dir)
+			if err != nil {
+				return err
+			}
+			s, err := search(env)
 			if err != nil {
 				return err
 			}

@@ -512,13 +512,29 @@ func TestCalibrateTTFTFloorAndFrontend(t *testing.T) {
 	}, func(bp *perf.BackendParams) float64 { return bp.FrontendParallel })
 }
 
+// calibrate moe-layer --arch hopper on Hopper MoE runs of two backends: a
+// cost per backend, --out writes the kept ones under the architecture;
+// an unknown or missing --arch is refused before the data is read.
+func TestCalibrateMoELayer(t *testing.T) {
+	hopper := map[string]bool{"h100_sxm": true, "h200_sxm": true}
+	checkTermSearch(t, "moe-layer", func(r map[string]string) bool {
+		return r["mode"] == "agg" && hopper[r["system"]] && (strings.Contains(r["model_path"], "DeepSeek") || strings.Contains(r["model_path"], "Qwen3-235B")) && r["backend"] != "vllm"
+	}, func(bp *perf.BackendParams) float64 { return bp.MoELayerUsByArch["hopper"] }, "--arch", "hopper")
+	for _, args := range [][]string{{"--arch", "volta"}, {}} {
+		_, stderr, err := run(t, append([]string{"calibrate", "moe-layer", "--data", t.TempDir()}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "is not a GPU architecture; use one of ampere, ada, hopper, blackwell") || strings.Contains(stderr, "rows left out") {
+			t.Errorf("moe-layer %v: %v (stderr %q)", args, err, stderr)
+		}
+	}
+}
+
 // checkTermSearch runs a term search (runTermSearch) and checks its
 // report: a pick for each of two backends, folds held out by campaign
 // then model, and --out writing the chosen values (value reads one) under
 // a source that names the search. It returns the data folder.
-func checkTermSearch(t *testing.T, cmd string, keep func(map[string]string) bool, value func(*perf.BackendParams) float64) string {
+func checkTermSearch(t *testing.T, cmd string, keep func(map[string]string) bool, value func(*perf.BackendParams) float64, flags ...string) string {
 	t.Helper()
-	dir, params, rep := runTermSearch(t, cmd, keep)
+	dir, params, rep := runTermSearch(t, cmd, keep, flags...)
 	if len(rep.Picked) != 2 || len(rep.HeldOut) != 2 || rep.HeldOut[0].By != "campaign" || rep.HeldOut[1].By != "model" || len(rep.HeldOut[0].Folds) == 0 {
 		t.Fatalf("%s: picked %v, chosen %v, held out %+v", cmd, rep.Picked, rep.Chosen, rep.HeldOut)
 	}
@@ -537,7 +553,7 @@ func checkTermSearch(t *testing.T, cmd string, keep func(map[string]string) bool
 	return dir
 }
 
-// termReport is what calibrate handoff, adp, pools, ttft-floor and frontend print with -o json.
+// termReport is what calibrate handoff, adp, pools, ttft-floor, moe-layer and frontend print with -o json.
 type termReport struct {
 	Picked  map[string]float64 `json:"picked"`
 	Chosen  map[string]float64 `json:"chosen"`
@@ -553,7 +569,7 @@ type termReport struct {
 // runTermSearch runs a term search on at most three rows of each backend
 // and campaign that keep admits, writing the parameters; it returns the
 // data folder, the parameter file and the report.
-func runTermSearch(t *testing.T, cmd string, keep func(map[string]string) bool) (string, string, termReport) {
+func runTermSearch(t *testing.T, cmd string, keep func(map[string]string) bool, flags ...string) (string, string, termReport) {
 	t.Helper()
 	taken := map[string]int{}
 	dir := cutCalibration(t, func(r map[string]string) bool {
@@ -565,7 +581,7 @@ func runTermSearch(t *testing.T, cmd string, keep func(map[string]string) bool) 
 		return true
 	})
 	params := filepath.Join(dir, "params.yaml")
-	out, _, err := run(t, "calibrate", cmd, "--data", dir, "--out", params, "-o", "json")
+	out, _, err := run(t, append([]string{"calibrate", cmd, "--data", dir, "--out", params, "-o", "json"}, flags...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

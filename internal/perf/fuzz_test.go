@@ -8,6 +8,7 @@ func FuzzParseParams(f *testing.F) {
 	f.Add(def)
 	f.Add([]byte("version: 1\n"))
 	f.Add([]byte("version: 1\nbackends: {vllm: {stepOverheadMs: 1e300}}\n"))
+	f.Add([]byte("version: 1\nbackends: {sglang: {moeLayerUsByArch: {volta: 5, hopper: -1}}}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseParams(b, "fuzz")
 		if err != nil {

@@ -133,6 +133,12 @@ type BackendParams struct {
 	// their own around the fused expert GEMMs the kernel tables time.
 	// Chosen with MoEPromptFloorUs.
 	MoELayerUs float64 `json:"moeLayerUs,omitempty"`
+	// MoELayerUsByArch adds to MoELayerUs on GPUs of one architecture
+	// (keyed "hopper", "blackwell", ...): an engine's MoE path need not
+	// run the same kernels around the experts on every architecture.
+	// Chosen per backend and architecture on that architecture's measured
+	// MoE runs by `gpuplane calibrate moe-layer --arch`.
+	MoELayerUsByArch map[string]float64 `json:"moeLayerUsByArch,omitempty"`
 	// FrontendOverheadMs is the API server's CPU time per request (HTTP
 	// handling, request set-up, the first streamed chunk). The server handles
 	// one request at a time, so bursts queue in front of it.
@@ -390,6 +396,14 @@ func (p *Params) Validate() error {
 			// An overhead past these bounds (a second per iteration) is a typo, not a measurement.
 			if !(f.v >= 0 && f.v <= f.max) {
 				return fmt.Errorf("backends.%s.%s: %g must be in [0, %g]", b, f.name, f.v, f.max)
+			}
+		}
+		for arch, v := range bp.MoELayerUsByArch {
+			if !slices.Contains(catalog.Architectures, arch) {
+				return fmt.Errorf("backends.%s.moeLayerUsByArch.%s: unknown architecture; want one of %s", b, arch, strings.Join(catalog.Architectures, ", "))
+			}
+			if !(v >= 0 && v <= 100000) {
+				return fmt.Errorf("backends.%s.moeLayerUsByArch.%s: %g must be in [0, 100000]", b, arch, v)
 			}
 		}
 		if !(bp.FrontendParallel >= 0 && bp.FrontendParallel <= 1) {

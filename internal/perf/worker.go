@@ -172,7 +172,7 @@ func NewWorker(cfg Config, p *Params) (*Worker, error) {
 		// GEMMs large.
 		w.expertSlice = m.ExpertParams()
 		w.promptFloor = float64(m.MoELayers()) * w.be.MoEPromptFloorUs * 1e-6
-		w.moeFixed = float64(m.MoELayers()) * w.be.MoELayerUs * 1e-6
+		w.moeFixed = float64(m.MoELayers()) * (w.be.MoELayerUs + w.be.MoELayerUsByArch[d.GPU.Architecture]) * 1e-6
 		w.ttftFloor = float64(m.MoELayers()*m.MoE.Experts) * w.be.MoETTFTFloorExpertUs * 1e-6
 		w.topK = float64(m.MoE.ExpertsPerToken)
 		k, err := w.moeKernelFor(p)
