@@ -11,14 +11,7 @@ import (
 // keeps is what it writes, and a share outside [0, 1] is an error.
 func TestFitFrontend(t *testing.T) {
 	ds, env := loadShared(t)
-	var cases []Case
-	per := map[string]int{}
-	for _, cs := range ServingCases(ds.Cases) {
-		if k := cs.Backend; per[k] < 3 {
-			per[k]++
-			cases = append(cases, cs)
-		}
-	}
+	cases := firstPerBackend(ServingCases(ds.Cases), 3)
 	if len(cases) == 0 {
 		t.Skip("no serving runs in the shared data")
 	}

@@ -1,8 +1,6 @@
 package calibrate
 
 import (
-	"maps"
-
 	"github.com/gpuplane/gpuplane/internal/catalog"
 	"github.com/gpuplane/gpuplane/internal/perf"
 )
@@ -19,18 +17,17 @@ func MoEArchLayerTerm(arch string) Term {
 	return Term{
 		Name: "moe-layer", Unit: "us a MoE layer on " + arch, Max: 100000,
 		Set: func(bp *perf.BackendParams, v float64) {
-			m := maps.Clone(bp.MoELayerUsByArch)
-			delete(m, arch)
 			if v > 0 {
-				if m == nil {
-					m = map[string]float64{}
+				if bp.MoELayerUsByArch == nil {
+					bp.MoELayerUsByArch = map[string]float64{}
 				}
-				m[arch] = v
+				bp.MoELayerUsByArch[arch] = v
+				return
 			}
-			if len(m) == 0 {
-				m = nil
+			delete(bp.MoELayerUsByArch, arch)
+			if len(bp.MoELayerUsByArch) == 0 {
+				bp.MoELayerUsByArch = nil // as a file without the key reads
 			}
-			bp.MoELayerUsByArch = m
 		},
 		Source:  "; MoE layer costs per architecture: gpuplane calibrate moe-layer",
 		NoCases: "no measured MoE serving runs on " + arch + " GPUs in the data",

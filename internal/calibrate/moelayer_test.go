@@ -39,29 +39,13 @@ func TestMoEArchLayerTerm(t *testing.T) {
 			t.Fatalf("MoEArchCases(hopper) gave %s (%s, dense %v, %s)", c.ID, c.System, c.Dense, c.Source)
 		}
 	}
-	per := map[string]int{}
-	var few []Case
-	for _, c := range hopper {
-		if per[c.Backend] < 3 {
-			per[c.Backend]++
-			few = append(few, c)
-		}
-	}
-	res, err := FitTerm(env, few, term, []float64{0, 20, 60}, []string{"model"}, nil)
+	res, err := FitTerm(env, firstPerBackend(hopper, 3), term, []float64{0, 20, 60}, []string{"model"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkTermWrites(t, res, env, func(bp *perf.BackendParams) float64 { return bp.MoELayerUsByArch[catalog.Hopper] })
 	// On Blackwell runs a Hopper cost changes nothing, so none is picked.
-	per = map[string]int{}
-	var blackwell []Case
-	for _, c := range MoEArchCases(ds.Cases, env.Catalog, catalog.Blackwell) {
-		if per[c.Backend] < 3 {
-			per[c.Backend]++
-			blackwell = append(blackwell, c)
-		}
-	}
-	bw, err := FitTerm(env, blackwell, term, []float64{0, 60}, []string{"model"}, nil)
+	bw, err := FitTerm(env, firstPerBackend(MoEArchCases(ds.Cases, env.Catalog, catalog.Blackwell), 3), term, []float64{0, 60}, []string{"model"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,20 @@ func TestFitPools(t *testing.T) {
 	}
 }
 
+// firstPerBackend is the first n of cases of each backend, in order: a
+// term search's test over a few runs of each.
+func firstPerBackend(cases []Case, n int) []Case {
+	var out []Case
+	per := map[string]int{}
+	for _, c := range cases {
+		if per[c.Backend] < n {
+			per[c.Backend]++
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // checkTermWrites checks that a term search's parameters carry the values
 // it chose (value reads one) and are valid.
 func checkTermWrites(t *testing.T, res *TermResult, env estimate.Env, value func(*perf.BackendParams) float64) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // Architecture families share kernel efficiencies in the performance model.
@@ -135,7 +136,7 @@ func (g *GPU) validate() error {
 		return fmt.Errorf("gpu %q: pcieGBpsPerDir must be > 0", g.Name)
 	}
 	if !slices.Contains(Architectures, g.Architecture) {
-		return fmt.Errorf("gpu %q: architecture %q is not one of ampere, ada, hopper, blackwell", g.Name, g.Architecture)
+		return fmt.Errorf("gpu %q: architecture %q is not one of %s", g.Name, g.Architecture, strings.Join(Architectures, ", "))
 	}
 	for p := range g.TFLOPS {
 		if _, err := ParsePrecision(string(p)); err != nil || p != BF16 && p != FP8 && p != FP4 && p != INT8 {

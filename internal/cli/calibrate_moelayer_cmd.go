@@ -28,14 +28,14 @@ parameters (--params, or the embedded ones) with the kept costs (backends.<b>.mo
 
   gpuplane calibrate moe-layer --arch hopper --data ../shared/calibration
   gpuplane calibrate moe-layer --arch hopper --data ../shared/calibration --out params.yaml`,
-		func(env estimate.Env) (termSearch, error) {
+		func(env estimate.Env) termSearch {
 			return termSearch{
 				term: calibrate.MoEArchLayerTerm(arch), grid: calibrate.DefaultMoELayerGrid,
 				cases: func(cs []calibrate.Case) []calibrate.Case { return calibrate.MoEArchCases(cs, env.Catalog, arch) },
 				table: termTable{none: "no cost of its own on " + arch, column: "LAYER COST",
 					stats: func(r calibrate.Report) calibrate.Stats { return r.Overall }},
 				step: "%g us a MoE layer on " + arch,
-			}, nil
+			}
 		})
 	cmd.PreRunE = func(*cobra.Command, []string) error { // before the data is read
 		if !slices.Contains(catalog.Architectures, arch) {

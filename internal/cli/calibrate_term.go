@@ -89,12 +89,12 @@ type termSearch struct {
 
 // newTermCmd is a calibrate subcommand that runs one term search.
 func newTermCmd(g *globals, use, short, long string, s termSearch) *cobra.Command {
-	return termCommand(g, use, short, long, func(estimate.Env) (termSearch, error) { return s, nil })
+	return termCommand(g, use, short, long, func(estimate.Env) termSearch { return s })
 }
 
 // termCommand is newTermCmd for a search that depends on the command's
 // own flags or the catalog: search builds it once the flags are read.
-func termCommand(g *globals, use, short, long string, search func(estimate.Env) (termSearch, error)) *cobra.Command {
+func termCommand(g *globals, use, short, long string, search func(estimate.Env) termSearch) *cobra.Command {
 	var dir, out string
 	var by []string
 	cmd := &cobra.Command{
@@ -108,10 +108,7 @@ func termCommand(g *globals, use, short, long string, search func(estimate.Env) 
 			if err != nil {
 				return err
 			}
-			s, err := search(env)
-			if err != nil {
-				return err
-			}
+			s := search(env)
 			f, err := g.format()
 			if err != nil {
 				return err
