@@ -18,7 +18,8 @@ type moeTable struct {
 }
 
 func (t moeTable) Header() []string {
-	return []string{"FAMILY", "BACKEND", "PRECISION", "SYSTEMS", "ROWS", "HELD OUT", "MAPE AS DENSE GEMM", "MAPE FITTED", "BIAS", "MAPE TABLE", "BY SYSTEM", "COMPUTE", "BANDWIDTH", "ROWS HALF", "LAUNCH US"}
+	return []string{"FAMILY", "BACKEND", "PRECISION", "SYSTEMS", "ROWS", "HELD OUT", "MAPE AS DENSE GEMM", "MAPE FITTED", "BIAS", "MAPE TABLE", "BY SYSTEM",
+		"EP SKEWED ROWS", "MAPE MEAN RANK", "MAPE BUSIEST RANK", "COMPUTE", "BANDWIDTH", "ROWS HALF", "LAUNCH US"}
 }
 
 func (t moeTable) Rows() [][]string {
@@ -27,9 +28,17 @@ func (t moeTable) Rows() [][]string {
 		k := r.Kernel
 		rows = append(rows, []string{r.Family, string(r.Backend), string(r.Precision), strings.Join(r.Systems, ","),
 			fmt.Sprint(k.Rows), fmt.Sprint(r.HeldOut.N), pct(r.Dense.MAPEPct), pct(r.HeldOut.MAPEPct), fmt.Sprintf("%+.1f%%", r.HeldOut.BiasPct), pct(r.Table.MAPEPct),
-			bySystem(r.Systems, r.BySystem), fmt.Sprintf("%.3f", k.Compute), fmt.Sprintf("%.3f", k.Bandwidth), fmt.Sprintf("%.1f", k.RowsHalf), fmt.Sprintf("%.1f", k.LaunchUs)})
+			bySystem(r.Systems, r.BySystem), fmt.Sprint(r.SkewedEPBusiestRank.N), skewedPct(r.SkewedEPMeanRank), skewedPct(r.SkewedEPBusiestRank), fmt.Sprintf("%.3f", k.Compute), fmt.Sprintf("%.3f", k.Bandwidth), fmt.Sprintf("%.1f", k.RowsHalf), fmt.Sprintf("%.1f", k.LaunchUs)})
 	}
 	return rows
+}
+
+// skewedPct is a skewed-row score with its median bias, "-" without rows.
+func skewedPct(s kernels.Score) string {
+	if s.N == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%+.0f%%)", pct(s.MAPEPct), s.BiasPct)
 }
 
 // bySystem lists each held-out system's MAPE.
@@ -101,7 +110,10 @@ median share of the block that the indexer takes where both were measured.
 
 Each summary is validated twice: one table row in ten is held out and predicted by a fit on the
 rest (next to the same rows priced by the parameters in use), and for architectures measured on
-several systems each system is predicted by a fit on the others. With --out it writes the
+several systems each system is predicted by a fit on the others. Each MoE summary is also scored
+on the table's skewed expert-parallel rows (power-law routing, whole experts on each GPU, 64 tokens
+or fewer; never fitted), priced at the mean rank and at the busiest rank, as serving prices expert
+parallelism. With --out it writes the
 parameters (--params, or the embedded ones) with the summaries in; --only gemm, --only attention,
 --only moe or --only dsa fits one kind.
 
@@ -366,12 +378,24 @@ func moeGroups(dir string, cat *catalog.Catalog) ([]kernels.MoEGroup, map[string
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, r := range rows {
-				key := arch + "/" + b + "/" + string(r.Precision)
+			skewed, err := kernels.LoadMoESkewedEP(dir, s, b)
+			if err != nil {
+				return nil, nil, err
+			}
+			group := func(p catalog.Precision) *kernels.MoEGroup {
+				key := arch + "/" + b + "/" + string(p)
 				if byKey[key] == nil {
-					byKey[key] = &kernels.MoEGroup{Family: arch, Backend: be, Precision: r.Precision}
+					byKey[key] = &kernels.MoEGroup{Family: arch, Backend: be, Precision: p}
 				}
-				byKey[key].Rows = append(byKey[key].Rows, r)
+				return byKey[key]
+			}
+			for _, r := range rows {
+				g := group(r.Precision)
+				g.Rows = append(g.Rows, r)
+			}
+			for _, r := range skewed {
+				g := group(r.Precision)
+				g.SkewedEP = append(g.SkewedEP, r)
 			}
 		}
 	}

@@ -40,6 +40,15 @@ func kernelTree(t *testing.T, truth perf.MoEKernel) string {
 				}
 			}
 		}
+		// Skewed expert-parallel rows at decode sizes, priced by the same
+		// kernel at the busiest rank: scored, never fitted.
+		for _, n := range []float64{1, 4, 16, 64} {
+			for _, ep := range []float64{2, 8} {
+				s := perf.MoEShape{Tokens: n, TopK: 8, Experts: 128, ExpertParams: 3 * 4096 * 1536 / ep, SliceParams: 3 * 4096 * 1536, WeightBytes: catalog.FP8.Bytes(), Eager: true, Ranks: ep}
+				ms := 1e3 * truth.Seconds(s, 1978e12, 4.8e12)
+				fmt.Fprintf(zw, "VLLM,0.19.0,H200,moe,vllm_fused_moe,fp8_block,%g,4096,1536,8,128,1,%g,power_law_1.01,%g\n", n, ep, ms)
+			}
+		}
 	})
 	return dir
 }
@@ -66,6 +75,8 @@ func TestCalibrateKernelsFitsAndWrites(t *testing.T) {
 				N    int     `json:"n"`
 				MAPE float64 `json:"mape_pct"`
 			} `json:"table_interpolation"`
+			Mean    kernels.Score `json:"skewed_ep_mean_rank"`
+			Busiest kernels.Score `json:"skewed_ep_busiest_rank"`
 		} `json:"moe"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
@@ -83,6 +94,12 @@ func TestCalibrateKernelsFitsAndWrites(t *testing.T) {
 	if r := rep.MoE[0]; r.Table.N == 0 || !(r.Table.MAPE < 50) {
 		t.Errorf("table interpolation: %d held-out rows at %.1f%% MAPE, want some, under 50%%", r.Table.N, r.Table.MAPE)
 	}
+	// The skewed expert-parallel rows were priced at the busiest rank: the
+	// summary fitted on the balanced rows (which never show it random
+	// routing) comes closest there, and reads them fast at the mean rank.
+	if r := rep.MoE[0]; r.Busiest.N != 8 || r.Mean.N != 8 || !(r.Busiest.MAPEPct < 0.6*r.Mean.MAPEPct) || !(r.Mean.BiasPct < r.Busiest.BiasPct && r.Mean.BiasPct < -10) {
+		t.Errorf("skewed expert-parallel rows: busiest rank %+v, mean rank %+v; want 8 rows, the busiest rank well closer, the mean rank fast", r.Busiest, r.Mean)
+	}
 	if !strings.Contains(stderr, "[1/1] hopper/vllm/fp8") || !strings.Contains(stderr, "wrote "+out) {
 		t.Errorf("progress and the written file not reported: %s", stderr)
 	}
@@ -99,7 +116,7 @@ func TestCalibrateKernelsFitsAndWrites(t *testing.T) {
 		t.Fatalf("written summary %+v, want one fitted on 64 rows of compute capability 9", k)
 	}
 	table, _, err := run(t, "calibrate", "kernels", "--kernels", dir)
-	if err != nil || !strings.Contains(table, "MAPE AS DENSE GEMM") || !strings.Contains(table, "MAPE TABLE") || !strings.Contains(table, "hopper") {
+	if err != nil || !strings.Contains(table, "MAPE AS DENSE GEMM") || !strings.Contains(table, "MAPE TABLE") || !strings.Contains(table, "MAPE BUSIEST RANK") || !strings.Contains(table, "hopper") {
 		t.Errorf("table: %v\n%s", err, table)
 	}
 }

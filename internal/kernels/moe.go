@@ -79,6 +79,12 @@ func (g GPU) moePeak(p catalog.Precision) float64 {
 // (DeepSeek, Qwen3, MiniMax, Kimi) quantise in blocks, so block rows stand
 // for fp8 where a table has them.
 func LoadMoE(dir, system, backend string) ([]MoERow, error) {
+	return loadMoE(dir, system, backend, summaryRows)
+}
+
+// loadMoE reads the rows of one kind from a system's moe_perf table under
+// one backend (none: a backend without a MoE table).
+func loadMoE(dir, system, backend string, kind moeRowKind) ([]MoERow, error) {
 	gpu, err := readGPU(dir, system)
 	if err != nil {
 		return nil, err
@@ -100,17 +106,50 @@ func LoadMoE(dir, system, backend string) ([]MoERow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kernels: %s: %w", path, err)
 	}
-	return parseMoE(path, zr, system, gpu)
+	return parseMoERows(path, zr, system, gpu, kind)
 }
 
-// parseMoE reads a moe_perf CSV (see LoadMoE).
+// SkewedEPMaxTokens is the most tokens of the skewed expert-parallel rows
+// LoadMoESkewedEP keeps: decode batches, where the busiest rank draws
+// well more experts than the mean one.
+const SkewedEPMaxTokens = 64
+
+// LoadMoESkewedEP reads a system's moe_perf rows that check the pricing of
+// expert parallelism: experts whole on each of moe_ep_size GPUs (no
+// tensor parallelism inside them), routed by a power law, at decode batch
+// sizes. The tables measure the rank that draws the most picks. No
+// summary is fitted on them (skew is not random routing: at larger
+// batches the power law keeps one rank hot, random routing evens out);
+// they score how far pricing the busiest rank under random routing
+// closes on them, against pricing the mean rank.
+func LoadMoESkewedEP(dir, system, backend string) ([]MoERow, error) {
+	return loadMoE(dir, system, backend, skewedEPRows)
+}
+
+// parseMoE reads a moe_perf CSV's summary rows (see LoadMoE).
 func parseMoE(name string, rd io.Reader, system string, gpu GPU) ([]MoERow, error) {
+	return parseMoERows(name, rd, system, gpu, summaryRows)
+}
+
+// moeRowKind is which of a moe_perf table's rows a reader keeps.
+type moeRowKind int
+
+const (
+	// summaryRows are the rows a summary is fitted on (LoadMoE).
+	summaryRows moeRowKind = iota
+	// skewedEPRows are the rows that check the busiest-rank pricing
+	// (LoadMoESkewedEP).
+	skewedEPRows
+)
+
+// parseMoERows reads a moe_perf CSV, keeping the rows of one kind.
+func parseMoERows(name string, rd io.Reader, system string, gpu GPU, kind moeRowKind) ([]MoERow, error) {
 	// A shape is its table key: hidden and intermediate sizes apart, since
 	// two models' experts can hold the same weights per GPU.
 	type key struct {
-		class                     string
-		tokens, hidden, inter, tp float64
-		topk, experts             float64
+		class, dist                   string
+		tokens, hidden, inter, tp, ep float64
+		topk, experts                 float64
 	}
 	fastest := map[key]int{}
 	var all []MoERow
@@ -118,15 +157,22 @@ func parseMoE(name string, rd io.Reader, system string, gpu GPU) ([]MoERow, erro
 	want := []string{"kernel_source", "moe_dtype", "distribution", "num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size", "latency"}
 	err := parseTable(name, rd, want, func(r row) error {
 		src, dtype, dist := r.str(0), r.str(1), r.str(2)
-		if strings.Contains(src, "nongated") || strings.Contains(src, "min_latency") || (dist != "balanced" && dist != "uniform") || r.num(9) != 1 {
+		if strings.Contains(src, "nongated") || strings.Contains(src, "min_latency") {
+			return nil
+		}
+		balanced := dist == "balanced" || dist == "uniform"
+		if kind == summaryRows && (!balanced || r.num(9) != 1) {
+			return nil
+		}
+		if kind == skewedEPRows && (!strings.HasPrefix(dist, "power_law") || r.num(8) != 1 || r.num(9) < 2 || r.num(3) > SkewedEPMaxTokens) {
 			return nil
 		}
 		prec, ok := moePrecision(dtype)
 		if !ok {
 			return nil
 		}
-		tokens, hidden, inter, topk, experts, tp := r.num(3), r.num(4), r.num(5), r.num(6), r.num(7), r.num(8)
-		for i, v := range []float64{tokens, hidden, inter, topk, experts, tp} {
+		tokens, hidden, inter, topk, experts, tp, ep := r.num(3), r.num(4), r.num(5), r.num(6), r.num(7), r.num(8), r.num(9)
+		for i, v := range []float64{tokens, hidden, inter, topk, experts, tp, ep} {
 			if !(v >= 1 && v <= 1e9) {
 				return fmt.Errorf("%s %v: want a whole number in [1, 1e9]", want[3+i], v)
 			}
@@ -134,10 +180,20 @@ func parseMoE(name string, rd io.Reader, system string, gpu GPU) ([]MoERow, erro
 		if topk > experts {
 			return fmt.Errorf("topk %v exceeds num_experts %v", topk, experts)
 		}
+		if ep > experts {
+			return fmt.Errorf("moe_ep_size %v exceeds num_experts %v", ep, experts)
+		}
+		shape := perf.MoEShape{Tokens: tokens, TopK: topk, Experts: experts,
+			ExpertParams: 3 * hidden * inter / tp, WeightBytes: prec.Bytes(), Eager: true, Balanced: true}
+		if kind == skewedEPRows {
+			// The whole experts spread over ep GPUs, priced as the model
+			// prices an expert-parallel group: each GPU's share of every
+			// expert, at the busiest rank (Ranks).
+			shape.ExpertParams, shape.SliceParams = 3*hidden*inter/ep, 3*hidden*inter
+			shape.Balanced, shape.Ranks = false, ep
+		}
 		m := MoERow{
-			System: system, Precision: prec, Kernel: src,
-			Shape: perf.MoEShape{Tokens: tokens, TopK: topk, Experts: experts,
-				ExpertParams: 3 * hidden * inter / tp, WeightBytes: prec.Bytes(), Eager: true, Balanced: true},
+			System: system, Precision: prec, Kernel: src, Shape: shape,
 			Peak: gpu.moePeak(prec), BW: gpu.MemBW,
 			Seconds: r.num(10) * 1e-3,
 		}
@@ -145,7 +201,13 @@ func parseMoE(name string, rd io.Reader, system string, gpu GPU) ([]MoERow, erro
 		if dtype == "fp8" {
 			class = "fp8-per-tensor"
 		}
-		k := key{class, tokens, hidden, inter, tp, topk, experts}
+		// Skewed rows of one shape measure two skews; summary rows keep
+		// the fastest of balanced and uniform.
+		kd := ""
+		if kind == skewedEPRows {
+			kd = dist
+		}
+		k := key{class, kd, tokens, hidden, inter, tp, ep, topk, experts}
 		if i, ok := fastest[k]; ok {
 			if m.Seconds < all[i].Seconds {
 				all[i] = m

@@ -173,10 +173,15 @@ func FuzzParseMoE(f *testing.F) {
 	f.Add([]byte(moeHeader + "X,1,H200,moe,a,fp8_block,64,4096,1536,8,128,1,1,balanced,0.30\n"))
 	f.Add([]byte(moeHeader + "X,1,H200,moe,a,bfloat16,1,1,1,1,1,1,1,uniform,1e-9\n"))
 	f.Add([]byte(moeHeader + "X,1,H200,moe,a,nvfp4,1e9,1e9,1e9,1e9,1e9,1e9,1,balanced,1e300\n"))
+	f.Add([]byte(moeHeader + "X,1,H200,moe,a,fp8_block,64,4096,1536,8,128,1,8,power_law_1.2,0.30\n"))
+	f.Add([]byte(moeHeader + "X,1,H200,moe,a,fp8_block,1,1,1,1,1e9,1,1e9,power_law_1.01,1e-9\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rows, err := parseMoE("fuzz.csv", bytes.NewReader(b), "s", testGPU)
-		if err != nil {
-			return
+		var rows []MoERow
+		for _, kind := range []moeRowKind{summaryRows, skewedEPRows} {
+			got, err := parseMoERows("fuzz.csv", bytes.NewReader(b), "s", testGPU, kind)
+			if err == nil {
+				rows = append(rows, got...)
+			}
 		}
 		k := perf.MoEKernel{Compute: 0.5, Bandwidth: 0.7, RowsHalf: 30, LaunchUs: 20, ParamsHalf: 1e7}
 		for _, r := range rows {
@@ -215,5 +220,64 @@ func TestParseMoEKeepsEveryShape(t *testing.T) {
 			}
 			seen[r.Shape.Tokens] = true
 		}
+	}
+}
+
+// The skewed expert-parallel rows: power-law routing, whole experts on
+// each of ep GPUs, decode batch sizes; both skews of a shape kept.
+func TestParseMoESkewedEPRows(t *testing.T) {
+	csv := moeHeader +
+		"X,1,H200,moe,a,fp8_block,8,4096,1536,8,128,1,1,balanced,0.10\n" +
+		"X,1,H200,moe,a,fp8_block,8,4096,1536,8,128,1,8,power_law_1.01,0.09\n" +
+		"X,1,H200,moe,a,fp8_block,8,4096,1536,8,128,1,8,power_law_1.2,0.08\n" +
+		// left out: tp inside the experts, past decode sizes, balanced,
+		// no expert parallelism, a min-latency kernel
+		"X,1,H200,moe,a,fp8_block,8,4096,1536,8,128,2,4,power_law_1.01,0.07\n" +
+		"X,1,H200,moe,a,fp8_block,128,4096,1536,8,128,1,8,power_law_1.01,0.20\n" +
+		"X,1,H200,moe,a,fp8_block,8,4096,1536,8,128,1,8,balanced,0.06\n" +
+		"X,1,H200,moe,a,fp8_block,8,4096,1536,8,128,1,1,power_law_1.01,0.30\n" +
+		"X,1,H200,moe,moe_torch_flow_min_latency,fp8_block,8,4096,1536,8,128,1,8,power_law_1.01,0.02\n"
+	rows, err := parseMoERows("t.csv", strings.NewReader(csv), "h200_sxm", testGPU, skewedEPRows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || math.Abs(rows[0].Seconds-0.08e-3) > 1e-12 || math.Abs(rows[1].Seconds-0.09e-3) > 1e-12 {
+		t.Fatalf("got %+v, want the two power-law rows at tp 1, ep 8, 8 tokens", rows)
+	}
+	want := perf.MoEShape{Tokens: 8, TopK: 8, Experts: 128, ExpertParams: 3 * 4096 * 1536 / 8, SliceParams: 3 * 4096 * 1536, WeightBytes: catalog.FP8.Bytes(), Eager: true, Ranks: 8}
+	if rows[0].Shape != want {
+		t.Errorf("shape %+v, want %+v", rows[0].Shape, want)
+	}
+	// The summary's reading of the same table is the balanced ep 1 row.
+	sum, err := parseMoE("t.csv", strings.NewReader(csv), "h200_sxm", testGPU)
+	if err != nil || len(sum) != 1 || math.Abs(sum[0].Seconds-0.10e-3) > 1e-12 || sum[0].Shape.Ranks != 0 {
+		t.Errorf("summary rows %+v (%v), want the balanced ep 1 row alone", sum, err)
+	}
+	_, err = parseMoERows("t.csv", strings.NewReader(moeHeader+"X,1,H,moe,a,fp8_block,8,4096,1536,8,128,1,256,power_law_1.01,0.1\n"), "s", testGPU, skewedEPRows)
+	if err == nil || !strings.Contains(err.Error(), "moe_ep_size 256 exceeds num_experts 128") {
+		t.Errorf("ep past the experts: %v", err)
+	}
+}
+
+// Scored at the busiest rank, rows priced so by a kernel come out exact;
+// at the mean rank they read fast.
+func TestScoreSkewedEP(t *testing.T) {
+	k := perf.MoEKernel{Compute: 0.3, Bandwidth: 0.8, RowsHalf: 30, LaunchUs: 30, ParamsHalf: 5e6}
+	var rows []MoERow
+	for _, n := range []float64{1, 2, 8, 32, 64} {
+		for _, ep := range []float64{4, 8} {
+			s := perf.MoEShape{Tokens: n, TopK: 8, Experts: 256, ExpertParams: 3 * 7168 * 2048 / ep, SliceParams: 3 * 7168 * 2048, WeightBytes: 1, Eager: true, Ranks: ep}
+			rows = append(rows, MoERow{Shape: s, Peak: 1979e12, BW: 4.8e12, Seconds: k.Seconds(s, 1979e12, 4.8e12)})
+		}
+	}
+	mean, busiest := scoreSkewedEP(k, rows)
+	if busiest.N != 10 || busiest.MAPEPct > 1e-9 {
+		t.Errorf("busiest rank %+v, want the 10 rows exact", busiest)
+	}
+	if mean.N != 10 || !(mean.MAPEPct > 5) || !(mean.BiasPct < 0) {
+		t.Errorf("mean rank %+v, want the rows read fast", mean)
+	}
+	if rows[0].Shape.Ranks != 4 {
+		t.Error("scoring cleared the rows' ranks in place")
 	}
 }

@@ -23,6 +23,9 @@ type MoEGroup struct {
 	// ("" when they differ): the summary applies to GPUs of that major.
 	ComputeCapability string
 	Rows              []MoERow
+	// SkewedEP are the group's skewed expert-parallel rows
+	// (LoadMoESkewedEP): scored, not fitted.
+	SkewedEP []MoERow
 }
 
 // Systems lists the group's systems.
@@ -229,6 +232,11 @@ type MoEResult struct {
 	// BySystem scores each system's rows predicted by a fit on the family's
 	// other systems (families measured on two or more systems).
 	BySystem map[string]Score `json:"by_system,omitempty"`
+	// SkewedEPMeanRank and SkewedEPBusiestRank score the fitted summary on
+	// the skewed expert-parallel rows, priced at the mean rank and at the
+	// busiest rank of random routing (what serving prices).
+	SkewedEPMeanRank    Score `json:"skewed_ep_mean_rank"`
+	SkewedEPBusiestRank Score `json:"skewed_ep_busiest_rank"`
 }
 
 // ValidateMoE fits a group's summary on all its rows and scores it held
@@ -253,7 +261,19 @@ func ValidateMoE(g MoEGroup, fam *perf.FamilyParams, computePrec catalog.Precisi
 	}
 	res.Kernel.HeldOutMAPEPct = math.Round(res.HeldOut.MAPEPct*10) / 10
 	res.Kernel.ComputeCapability = g.ComputeCapability
+	res.SkewedEPMeanRank, res.SkewedEPBusiestRank = scoreSkewedEP(res.Kernel, g.SkewedEP)
 	return res, nil
+}
+
+// scoreSkewedEP scores k on skewed expert-parallel rows priced at the mean
+// rank (the rows' Ranks cleared) and at the busiest rank.
+func scoreSkewedEP(k perf.MoEKernel, rows []MoERow) (mean, busiest Score) {
+	flat := make([]MoERow, len(rows))
+	for i, r := range rows {
+		r.Shape.Ranks = 0
+		flat[i] = r
+	}
+	return ScoreMoE(k, flat), ScoreMoE(k, rows)
 }
 
 // scoreTable predicts held rows by interpolation in their own system's

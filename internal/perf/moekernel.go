@@ -62,6 +62,9 @@ type MoEShape struct {
 	// experts at random: fewer experts at a few dozen tokens (163 of 256 at
 	// 32 tokens with 8 picks, where balanced reaches all 256).
 	Balanced bool
+	// Ranks is the expert-parallel ranks the experts spread over (0 or 1:
+	// none). Under random routing the layer is priced at its busiest rank.
+	Ranks float64
 }
 
 // ActiveExperts is how many experts hold at least one of the shape's rows.
@@ -74,7 +77,7 @@ func (s MoEShape) ActiveExperts() float64 {
 
 // Seconds prices the shape on a GPU of peak FLOP/s and bw bytes/s.
 func (k *MoEKernel) Seconds(s MoEShape, peak, bw float64) float64 {
-	active := s.ActiveExperts()
+	active, picks := s.busiestRank()
 	slice := s.SliceParams
 	if slice <= 0 {
 		slice = s.ExpertParams
@@ -85,7 +88,7 @@ func (k *MoEKernel) Seconds(s MoEShape, peak, bw float64) float64 {
 	// r / (r + RowsHalf) of Compute. Taken per active expert, the idle
 	// tiles follow the routing: balanced rows of the tables fill every
 	// expert at 32 tokens of top-8 of 256, serving's picks 163 of them.
-	tc := 2 * (s.Tokens*s.TopK + k.RowsHalf*active) * s.ExpertParams / (peak * k.Compute * size)
+	tc := 2 * (picks + k.RowsHalf*active) * s.ExpertParams / (peak * k.Compute * size)
 	tm := active * s.ExpertParams * s.WeightBytes / (bw * k.Bandwidth)
 	t := smoothMax(tc, tm)
 	if s.Eager {

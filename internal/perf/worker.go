@@ -585,14 +585,14 @@ func (w *Worker) moeCompute(tokens float64, eager bool) float64 {
 		if all <= 0 {
 			return 0
 		}
-		return w.moeKernel.Seconds(MoEShape{Tokens: all, TopK: k, Experts: e, ExpertParams: w.expertParams, SliceParams: w.expertSlice, WeightBytes: w.wBytes, Eager: eager}, w.moePeak, w.moeBW)
+		return w.moeKernel.Seconds(MoEShape{Tokens: all, TopK: k, Experts: e, ExpertParams: w.expertParams, SliceParams: w.expertSlice, WeightBytes: w.wBytes, Eager: eager, Ranks: w.ep}, w.moePeak, w.moeBW)
 	}
-	active := e * (1 - math.Pow(1-k/e, all))
+	active, picks := MoEShape{Tokens: all, TopK: k, Experts: e, Ranks: w.ep}.busiestRank()
 	rows := all * k / e
 	if rows < 1 {
 		rows = 1
 	}
-	tc := 2 * all * k * w.expertParams / (w.gemmPeak * rows / (rows + GEMMRowsHalf))
+	tc := 2 * picks * w.expertParams / (w.gemmPeak * rows / (rows + GEMMRowsHalf))
 	tm := active * w.expertParams * w.wBytes / w.gemmBW
 	return smoothMax(tc, tm)
 }

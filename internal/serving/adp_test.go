@@ -9,7 +9,7 @@ import (
 )
 
 // A TensorRT-LLM attention-DP deployment under load: the hold shows as
-// TTFT and leaves decode alone; dp 1 and a backend without a hold are
+// TTFT and does not slow decode; dp 1 and a backend without a hold are
 // untouched.
 func TestADPBalanceInEstimates(t *testing.T) {
 	run := func(be perf.Backend, dp, hold int) *Result {
@@ -34,8 +34,11 @@ func TestADPBalanceInEstimates(t *testing.T) {
 		if !(with.TTFTms > 1.2*without.TTFTms) {
 			t.Errorf("dp 8 TTFT %.0f ms with a %d-iteration hold, %.0f ms without: want the hold to show", with.TTFTms, hold, without.TTFTms)
 		}
-		if r := with.TPOTms / without.TPOTms; r < 0.9 || r > 1.1 {
-			t.Errorf("dp 8 TPOT %.1f ms with a %d-iteration hold, %.1f without: the hold should leave decode steps alone", with.TPOTms, hold, without.TPOTms)
+		// The hold must not slow decode. It may speed it up: the ranks'
+		// prompts run in fewer, shared iterations, each of which every
+		// decoding sequence waits through (0.89 at the shipped 50).
+		if r := with.TPOTms / without.TPOTms; r < 0.85 || r > 1.02 {
+			t.Errorf("dp 8 TPOT %.1f ms with a %d-iteration hold, %.1f without: want 0.85-1.02 times, the hold should not slow decode", with.TPOTms, hold, without.TPOTms)
 		}
 	}
 	if a, b := run(perf.TRTLLM, 1, 0), run(perf.TRTLLM, 1, 50); a.TTFTms != b.TTFTms || a.TPOTms != b.TPOTms {
