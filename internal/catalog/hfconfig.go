@@ -169,7 +169,9 @@ func parseHFConfig(b []byte, name, fallback string) (*Model, error) {
 	m.NativeDtype = BF16
 	if c.QuantizationConfig != nil {
 		switch q := strings.ToLower(c.QuantizationConfig.QuantMethod); {
-		case q == "mxfp4" || q == "nvfp4" || strings.Contains(q, "fp4"):
+		case q == "mxfp4":
+			m.NativeDtype, m.FP4Format = FP4, MXFP4
+		case q == "nvfp4" || strings.Contains(q, "fp4"):
 			m.NativeDtype = FP4
 		case q == "fp8" || strings.Contains(c.QuantizationConfig.Format, "e4m3"):
 			m.NativeDtype = FP8

@@ -30,6 +30,26 @@ type Model struct {
 	TieWordEmbeddings     bool             `json:"tieWordEmbeddings,omitempty"`
 	MaxPositionEmbeddings int              `json:"maxPositionEmbeddings,omitempty"`
 	NativeDtype           Precision        `json:"nativeDtype,omitempty"`
+	// FP4Format is how a checkpoint of fp4 weights scales them: MXFP4
+	// (one 8-bit exponent per 32 values, gpt-oss) or NVFP4 (an fp8 scale
+	// per 16, ModelOpt checkpoints); empty means NVFP4. Engines serve the
+	// two with different fused-MoE kernels.
+	FP4Format FP4Format `json:"fp4Format,omitempty"`
+}
+
+// FP4Format names a block-scaled fp4 format.
+type FP4Format string
+
+// The fp4 formats checkpoints ship.
+const (
+	MXFP4 FP4Format = "mxfp4"
+	NVFP4 FP4Format = "nvfp4"
+)
+
+// ExpertsMXFP4 says whether the model's experts, held in w, are MXFP4:
+// its own checkpoint is MXFP4 and w is that checkpoint's fp4.
+func (m *Model) ExpertsMXFP4(w Precision) bool {
+	return w == FP4 && m.NativeDtype == FP4 && m.FP4Format == MXFP4
 }
 
 // MoE describes mixture-of-experts feed-forward layers.
@@ -295,6 +315,15 @@ func (m *Model) Validate() error {
 		if _, err := ParsePrecision(string(m.NativeDtype)); err != nil {
 			return fmt.Errorf("model %q: nativeDtype: %w", m.Name, err)
 		}
+	}
+	switch m.FP4Format {
+	case "", NVFP4:
+	case MXFP4:
+		if m.NativeDtype != FP4 {
+			return fmt.Errorf("model %q: fp4Format %q needs nativeDtype fp4, not %q", m.Name, m.FP4Format, m.NativeDtype)
+		}
+	default:
+		return fmt.Errorf("model %q: fp4Format %q is not an fp4 format; use mxfp4 (gpt-oss) or nvfp4 (ModelOpt), or leave it out", m.Name, m.FP4Format)
 	}
 	return nil
 }

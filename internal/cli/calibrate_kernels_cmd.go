@@ -165,7 +165,7 @@ parameters (--params, or the embedded ones) with the summaries in; --only gemm, 
 				}
 				fmt.Fprintf(g.stderr, "[%d/%d] %s/%s/%s: %d rows\n", i+1, len(groups), grp.Family, grp.Backend, grp.Precision, len(grp.Rows))
 				fam := params.Families[grp.Family]
-				res, err := kernels.ValidateMoE(grp, fam, gpus[grp.Family].ComputePrecision(grp.Precision))
+				res, err := kernels.ValidateMoE(grp, fam, gpus[grp.Family].ComputePrecision(perf.MoEWeights(grp.Precision)))
 				if err != nil {
 					return err
 				}
@@ -344,7 +344,8 @@ func setGEMMSummary(fp *perf.FamilyParams, p catalog.Precision, s kernels.GEMMSu
 }
 
 // moeGroups reads every catalog system's fused-MoE tables and groups them
-// by architecture, backend and precision; gpus gives one catalog GPU per
+// by architecture, backend and summary key (the weight precision, or
+// perf.MXFP4 for MXFP4 experts); gpus gives one catalog GPU per
 // architecture (for the compute precision a weight precision runs at).
 func moeGroups(dir string, cat *catalog.Catalog) ([]kernels.MoEGroup, map[string]*catalog.GPU, error) {
 	systems, err := kernels.Systems(dir)
@@ -390,11 +391,11 @@ func moeGroups(dir string, cat *catalog.Catalog) ([]kernels.MoEGroup, map[string
 				return byKey[key]
 			}
 			for _, r := range rows {
-				g := group(r.Precision)
+				g := group(r.Key())
 				g.Rows = append(g.Rows, r)
 			}
 			for _, r := range skewed {
-				g := group(r.Precision)
+				g := group(r.Key())
 				g.SkewedEP = append(g.SkewedEP, r)
 			}
 		}

@@ -17,7 +17,7 @@ import (
 
 // cacheFormat changes whenever what a cache file holds, or how the tables
 // are read into it, changes: old files then miss and are rebuilt.
-const cacheFormat = "gpuplane-kernels-7"
+const cacheFormat = "gpuplane-kernels-8"
 
 // A parsed set, and the MoE summaries fitted to its table, are kept in a
 // cache folder as gob files, one per system and backend, named by a hash

@@ -85,7 +85,7 @@ func (s *Set) MoEKernel(w catalog.Precision) (*perf.MoEKernel, error) {
 		s.moeGrid = moeGrids(rows, nil)
 		by := map[catalog.Precision][]MoERow{}
 		for _, r := range rows {
-			by[r.Precision] = append(by[r.Precision], r)
+			by[r.Key()] = append(by[r.Key()], r)
 		}
 		s.moe = map[catalog.Precision]*perf.MoEKernel{}
 		for p, rs := range by {

@@ -21,13 +21,21 @@ const OpMoE = "moe"
 type MoERow struct {
 	System    string
 	Precision catalog.Precision // the model's weight precision the kernel serves
-	Kernel    string            // kernel_source
-	Shape     perf.MoEShape
+	// MXFP4 marks fp4 rows of MXFP4 weights (w4a16_mxfp4,
+	// w4a8_mxfp4_mxfp8): a kernel of their own, summarised apart from
+	// NVFP4's (perf.MoEKey).
+	MXFP4  bool
+	Kernel string // kernel_source
+	Shape  perf.MoEShape
 	// Peak and BW are the system's raw tensor peak for the precision and its
 	// memory bandwidth (system.yaml).
 	Peak, BW float64
 	Seconds  float64
 }
+
+// Key is the summary the row is fitted into: its precision, or
+// perf.MXFP4 for MXFP4 rows.
+func (r MoERow) Key() catalog.Precision { return perf.MoEKey(r.Precision, r.MXFP4) }
 
 // moePrecision maps a moe_dtype to the weight precision a model states.
 // Quant modes the performance model has no precision for are skipped.
@@ -193,11 +201,11 @@ func parseMoERows(name string, rd io.Reader, system string, gpu GPU, kind moeRow
 			shape.Balanced, shape.Ranks = false, ep
 		}
 		m := MoERow{
-			System: system, Precision: prec, Kernel: src, Shape: shape,
+			System: system, Precision: prec, MXFP4: strings.Contains(dtype, "mxfp4"), Kernel: src, Shape: shape,
 			Peak: gpu.moePeak(prec), BW: gpu.MemBW,
 			Seconds: r.num(10) * 1e-3,
 		}
-		class := string(prec)
+		class := string(m.Key())
 		if dtype == "fp8" {
 			class = "fp8-per-tensor"
 		}
@@ -236,7 +244,7 @@ func parseMoERows(name string, rd io.Reader, system string, gpu GPU, kind moeRow
 	}
 	// Map order is random; the fit and its held-out split want one order.
 	slices.SortFunc(out, func(a, b MoERow) int {
-		if c := strings.Compare(string(a.Precision), string(b.Precision)); c != 0 {
+		if c := strings.Compare(string(a.Key()), string(b.Key())); c != 0 {
 			return c
 		}
 		for _, d := range [][2]float64{{a.Shape.ExpertParams, b.Shape.ExpertParams}, {a.Shape.SliceParams, b.Shape.SliceParams}, {a.Shape.Experts, b.Shape.Experts}, {a.Shape.TopK, b.Shape.TopK}, {a.Shape.Tokens, b.Shape.Tokens}, {a.Seconds, b.Seconds}} {

@@ -281,3 +281,36 @@ func TestScoreSkewedEP(t *testing.T) {
 		t.Error("scoring cleared the rows' ranks in place")
 	}
 }
+
+// MXFP4 rows are fp4 weights summarised apart from NVFP4's: one shape
+// measured in both stays two rows, keyed mxfp4 and fp4.
+func TestParseMoEKeepsMXFP4Apart(t *testing.T) {
+	g := testGPU
+	g.FP4FLOPS = 9000e12
+	csv := moeHeader +
+		"X,1,B200,moe,a,nvfp4,16,2880,2880,4,128,1,1,balanced,0.05\n" +
+		"X,1,B200,moe,b,w4a8_mxfp4_mxfp8,16,2880,2880,4,128,1,1,balanced,0.04\n" +
+		"X,1,B200,moe,c,w4a16_mxfp4,16,2880,2880,4,128,1,1,balanced,0.06\n"
+	rows, err := parseMoE("t.csv", strings.NewReader(csv), "b200_sxm", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("got %+v, want the nvfp4 row and the faster mxfp4 row", rows)
+	}
+	for _, r := range rows {
+		if r.Precision != catalog.FP4 || r.Peak != g.FP4FLOPS {
+			t.Errorf("%s row: precision %s at peak %g, want fp4 weights at the fp4 peak", r.Kernel, r.Precision, r.Peak)
+		}
+		want := catalog.FP4
+		if r.MXFP4 {
+			want = perf.MXFP4
+			if r.Kernel != "b" {
+				t.Errorf("mxfp4 row from kernel %s, want the faster b", r.Kernel)
+			}
+		}
+		if r.Key() != want {
+			t.Errorf("%s row keyed %s, want %s", r.Kernel, r.Key(), want)
+		}
+	}
+}

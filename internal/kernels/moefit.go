@@ -14,7 +14,8 @@ import (
 )
 
 // MoEGroup is the rows one summary is fitted on: an architecture's
-// systems under one backend at one weight precision.
+// systems under one backend at one summary key (Precision: the weight
+// precision, or perf.MXFP4 for MXFP4 experts).
 type MoEGroup struct {
 	Family    string
 	Backend   perf.Backend

@@ -3,15 +3,15 @@ package kernels
 import "github.com/gpuplane/gpuplane/internal/catalog"
 
 // OpMoE samples carry (experts, top-k, weights per expert and GPU, tokens)
-// as their key and the weight precision as their Dtype.
+// as their key and the summary key (MoERow.Key) as their Dtype.
 
 // moeSample is a fused-MoE row as a table sample.
 func moeSample(r MoERow) Sample {
-	return Sample{Op: OpMoE, Dtype: string(r.Precision),
+	return Sample{Op: OpMoE, Dtype: string(r.Key()),
 		Key: []float64{r.Shape.Experts, r.Shape.TopK, r.Shape.ExpertParams, r.Shape.Tokens}, Latency: r.Seconds * 1e3}
 }
 
-// moeGrids files fused-MoE rows into one table per weight precision over
+// moeGrids files fused-MoE rows into one table per summary key over
 // (experts, top-k, weights per expert and GPU, tokens): a model's experts
 // are one shape class, and a query interpolates along the tokens (and
 // between the tensor-parallel slicings measured). keep turns rows away.
@@ -22,10 +22,10 @@ func moeGrids(rows []MoERow, keep func(Sample) bool) map[catalog.Precision]*Grid
 		if keep != nil && !keep(smp) {
 			continue
 		}
-		g := out[r.Precision]
+		g := out[r.Key()]
 		if g == nil {
 			g = NewGrid(4)
-			out[r.Precision] = g
+			out[r.Key()] = g
 		}
 		g.Add(smp.Key, smp.Latency)
 	}

@@ -243,7 +243,10 @@ func TestMoEKernelForReplacesImplausibleSummaries(t *testing.T) {
 
 // The embedded summaries: vLLM's w4a16 tables are slower than any kernel
 // engines serve with, and the model prices vLLM's int4 experts like
-// SGLang's instead; every other embedded summary is its own.
+// SGLang's instead; its Blackwell MXFP4 table (a fallback kernel, 4-8
+// times slower than what vLLM's gpt-oss runs decode at) gives way to
+// TensorRT-LLM's MXFP4 summary, whose kernel vLLM serves gpt-oss with on
+// Blackwell. Every other embedded summary is its own.
 func TestEmbeddedMoESummariesInUse(t *testing.T) {
 	c := catalog.MustDefault()
 	p := MustDefaultParams()
@@ -258,6 +261,9 @@ func TestEmbeddedMoESummariesInUse(t *testing.T) {
 				want := own
 				if b == VLLM && prec == catalog.W4A16 && (g.Architecture == catalog.Hopper || g.Architecture == catalog.Blackwell) {
 					want = p.Families[g.Architecture].MoE[SGLang][catalog.W4A16]
+				}
+				if b == VLLM && prec == MXFP4 && g.Architecture == catalog.Blackwell {
+					want = p.Families[g.Architecture].MoE[TRTLLM][MXFP4]
 				}
 				if got != want {
 					t.Errorf("%s %s %s: summary %+v, want %+v", gpu, b, prec, got, want)

@@ -365,8 +365,8 @@ func (p *Params) Validate() error {
 			}
 			for prec, k := range byPrec {
 				at := fmt.Sprintf("families.%s.moe.%s.%s", fam, b, prec)
-				if c, err := catalog.ParsePrecision(string(prec)); err != nil || c != prec {
-					return fmt.Errorf("%s: unknown weight precision %q; want bf16, fp8, fp4, int8 or w4a16", at, prec)
+				if c, err := catalog.ParsePrecision(string(prec)); prec != MXFP4 && (err != nil || c != prec) {
+					return fmt.Errorf("%s: unknown weight precision %q; want bf16, fp8, fp4, mxfp4, int8 or w4a16", at, prec)
 				}
 				if k == nil {
 					return fmt.Errorf("%s: empty; give compute, bandwidth, rowsHalf and launchUs or remove it", at)

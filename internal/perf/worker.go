@@ -515,20 +515,37 @@ func (w *Worker) lmHead(sampled float64) float64 {
 // the architecture. Either way one that is not Plausible gives way as in
 // MoEKernelFor, and Notes says so. A slice scales either by its peak and
 // bandwidth.
+//
+// MXFP4 experts (catalog.Model.ExpertsMXFP4) are priced by an MXFP4
+// summary (MoEKey) where one applies, else as fp4 experts.
 func (w *Worker) moeKernelFor(p *Params) (*MoEKernel, error) {
+	if w.cfg.Model.ExpertsMXFP4(w.cfg.Weights) {
+		n := len(w.notes)
+		k, err := w.moeKernelAt(p, MXFP4)
+		if k != nil || err != nil {
+			return k, err
+		}
+		w.notes = w.notes[:n] // what gave way: fp4's summary prices them, with its own notes
+	}
+	return w.moeKernelAt(p, w.cfg.Weights)
+}
+
+// moeKernelAt is moeKernelFor for one summary key.
+func (w *Worker) moeKernelAt(p *Params, key catalog.Precision) (*MoEKernel, error) {
 	d := w.cfg.Device
 	if w.tables != nil {
-		mk, err := w.tables.MoE(w.cfg.Weights)
-		peak, bw, wb := d.PeakTFLOPS(w.cfg.Weights)*1e12, d.BandwidthGBps()*1e9, w.cfg.Weights.Bytes()
+		mk, err := w.tables.MoE(key)
+		wp := MoEWeights(key)
+		peak, bw, wb := d.PeakTFLOPS(wp)*1e12, d.BandwidthGBps()*1e9, wp.Bytes()
 		if err != nil || (mk != nil && mk.Plausible(peak, bw, wb)) {
 			return mk, err
 		}
 		if mk != nil {
-			table := fmt.Sprintf("the measured %s %s fused-MoE table of %s", w.cfg.Backend, w.cfg.Weights, measuredOn(w.tables, d))
+			table := fmt.Sprintf("the measured %s %s fused-MoE table of %s", w.cfg.Backend, key, measuredOn(w.tables, d))
 			w.notes = append(w.notes, givesWay(table, mk.DecodeStreaming(peak, bw, wb), "the", "with the embedded summaries"))
 		}
 	}
-	k, note := p.moeKernelChoice(d.GPU, w.cfg.Backend, w.cfg.Weights)
+	k, note := p.moeKernelChoice(d.GPU, w.cfg.Backend, key)
 	if note != "" {
 		w.notes = append(w.notes, note)
 	}
